@@ -1,0 +1,326 @@
+"""
+Validate raw AG-UI documents against the bundled JSON Schema.
+
+Two problems shape this module.
+
+*Precision.*  The schema's ``Event`` is a 36-way ``oneOf``.  Validated as a union, a
+document with one wrong field fails every branch, and the report says only that it matched
+none of them.  So a document is validated against the one definition its discriminator
+selects (``type`` for events, ``role`` for messages, ``op`` for patch operations), and
+discriminated unions nested inside it (a message inside ``MESSAGES_SNAPSHOT``, a part
+inside a user message) are resolved the same way when reporting.
+
+*Speed.*  The ``jsonschema`` package costs tens of microseconds per event even against one
+definition.  The verdict is therefore taken by ``jsonschema-rs`` when it is installed
+(well under a microsecond for a typical event), and the ``jsonschema`` package is consulted
+only for a document that failed, to describe *why* with its richer error model.  A test
+holds the two to the same verdicts over the whole corpus.
+
+Two strictnesses exist because the protocol has two audiences.  *Strict* is the schema as
+written: objects are exact, and an undeclared member is a violation, which is what a
+producer's test suite and ``aguikit check`` want.  *Tolerant* is what a receiver applies
+before parsing: a newer producer may add members, so undeclared members are allowed (and
+kept by the wire converter), while every declared member must still be well-formed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator, Mapping
+from functools import cache
+from importlib import resources
+from typing import Any, Final
+
+import jsonschema
+from jsonschema.exceptions import ValidationError, best_match
+
+from ._generated.registry import EVENT_CLASSES
+from .errors import SchemaIssue, SchemaValidationError, UnknownEventTypeError
+
+_rs: Any
+try:
+    import jsonschema_rs as _rs
+except ImportError:  # pragma: no cover - the accelerator is optional at runtime
+    _rs = None
+
+__all__ = [
+    "definitions",
+    "is_valid",
+    "iter_schema_errors",
+    "load_schema",
+    "suggest_event_type",
+    "validate",
+    "validate_event",
+]
+
+_MAX_ISSUES: Final = 100
+"""A hostile document can fail a keyword per element; a report stops counting here."""
+
+
+@cache
+def load_schema() -> dict[str, Any]:
+    """The bundled schema (all definitions, local references), as shipped in the package."""
+    text = resources.files("aguikit._generated").joinpath("schema.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def definitions() -> list[str]:
+    """Every definition name the bundled schema has, sorted."""
+    return sorted(load_schema()["$defs"])
+
+
+def _tolerant(node: Any) -> Any:
+    """A copy of a schema fragment with object exactness removed, everything else kept."""
+    if isinstance(node, dict):
+        return {
+            key: _tolerant(value)
+            for key, value in node.items()
+            if not (key in ("unevaluatedProperties", "additionalProperties") and value is False)
+        }
+    if isinstance(node, list):
+        return [_tolerant(item) for item in node]
+    return node
+
+
+@cache
+def _root(strict: bool) -> dict[str, Any]:
+    schema = load_schema()
+    return schema if strict else _tolerant(schema)
+
+
+def _definition_schema(definition: str, strict: bool) -> dict[str, Any]:
+    root = _root(strict)
+    if definition not in root["$defs"]:
+        close = difflib.get_close_matches(definition, root["$defs"], n=3)
+        hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+        raise KeyError(f"the schema has no definition {definition!r}{hint}")
+    return {
+        "$schema": root["$schema"],
+        "$id": root["$id"],
+        "$defs": root["$defs"],
+        "$ref": f"#/$defs/{definition}",
+    }
+
+
+@cache
+def _python_validator(definition: str, strict: bool) -> jsonschema.protocols.Validator:
+    schema = _definition_schema(definition, strict)
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema)
+
+
+@cache
+def _rust_validator(definition: str, strict: bool) -> Any:
+    if _rs is None:
+        return None
+    return _rs.validator_for(_definition_schema(definition, strict))
+
+
+@cache
+def _discriminators() -> dict[str, tuple[str, dict[str, str]]]:
+    """
+    For every ``oneOf`` definition whose members all pin one property to a ``const``:
+    the property and a map from its value to the member definition.
+    """
+    defs = load_schema()["$defs"]
+    out: dict[str, tuple[str, dict[str, str]]] = {}
+    for name, definition in defs.items():
+        members = [m.get("$ref", "").removeprefix("#/$defs/") for m in definition.get("oneOf", [])]
+        if not members or not all(m in defs for m in members):
+            continue
+        for prop in ("type", "role", "op"):
+            table = {}
+            for member in members:
+                const = defs[member].get("properties", {}).get(prop, {}).get("const")
+                if not isinstance(const, str):
+                    break
+                table[const] = member
+            else:
+                out[name] = (prop, table)
+                break
+    return out
+
+
+def suggest_event_type(value: object) -> str | None:
+    """The known event type closest to ``value`` (``runStarted`` → ``RUN_STARTED``)."""
+    if not isinstance(value, str):
+        return None
+    normal = "".join(ch for ch in value if ch.isalnum()).upper()
+    for known in EVENT_CLASSES:
+        if known.replace("_", "") == normal:
+            return known
+    close = difflib.get_close_matches(value.upper(), EVENT_CLASSES, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _escape(part: str | int) -> str:
+    return str(part).replace("~", "~0").replace("/", "~1")
+
+
+def _pointer(parts: Any) -> str:
+    return "".join("/" + _escape(p) for p in parts)
+
+
+def _select(definition: str, instance: Any) -> tuple[str, SchemaIssue | None]:
+    """
+    Resolve a discriminated union to the member ``instance`` names, or an issue saying why
+    it names none.
+    """
+    union = _discriminators().get(definition)
+    if union is None:
+        return definition, None
+    prop, table = union
+    if not isinstance(instance, Mapping):
+        kind = type(instance).__name__ if instance is not None else "null"
+        return definition, SchemaIssue("", "type", f"expected an object, got {kind}", "")
+    value = instance.get(prop)
+    member = table.get(value) if isinstance(value, str) else None
+    if member is not None:
+        return member, None
+    schema_path = f"/$defs/{definition}/oneOf"
+    if prop not in instance:
+        return definition, SchemaIssue(
+            "", "required", f"{prop!r} is a required property", schema_path
+        )
+    allowed = ", ".join(repr(v) for v in table)
+    message = f"{value!r} is not a known {prop}; expected one of {allowed}"
+    if definition == "Event":
+        suggestion = suggest_event_type(value)
+        message = f"unknown event type {value!r}" + (
+            f"; did you mean {suggestion!r}?" if suggestion else ""
+        )
+    return definition, SchemaIssue(f"/{prop}", "enum", message, schema_path)
+
+
+def _issues(
+    definition: str, instance: Any, strict: bool, prefix: str, depth: int = 0
+) -> Iterator[SchemaIssue]:
+    member, problem = _select(definition, instance)
+    if problem is not None:
+        yield SchemaIssue(
+            prefix + problem.pointer, problem.keyword, problem.message, problem.schema_path
+        )
+        return
+    validator = _python_validator(member, strict)
+    try:
+        errors = sorted(
+            validator.iter_errors(instance),
+            key=lambda e: (list(map(str, e.absolute_path)), e.validator != "required"),
+        )
+    except RecursionError:
+        yield SchemaIssue(prefix, "depth", "document is nested too deeply to validate", "")
+        return
+    for error in errors:
+        yield from _describe(error, strict, prefix, depth)
+
+
+def _describe(
+    error: ValidationError, strict: bool, prefix: str, depth: int
+) -> Iterator[SchemaIssue]:
+    pointer = prefix + _pointer(error.absolute_path)
+    if error.validator == "oneOf" and depth < 8:
+        union = _union_name(error.schema)
+        if union is not None:
+            # A nested discriminated union: report against the member the instance names.
+            yield from _issues(union, error.instance, strict, pointer, depth + 1)
+            return
+        if error.context:
+            # An undiscriminated choice (text or a list of parts): explain the closest branch.
+            yield from _describe(best_match(error.context), strict, prefix, depth + 1)
+            return
+    message = error.message
+    if len(message) > 300:
+        message = message[:297] + "..."
+    yield SchemaIssue(pointer, str(error.validator), message, _pointer(error.absolute_schema_path))
+
+
+@cache
+def _union_refs() -> dict[str, str]:
+    defs = load_schema()["$defs"]
+    return {json.dumps(defs[name]["oneOf"], sort_keys=True): name for name in _discriminators()}
+
+
+def _union_name(schema: Any) -> str | None:
+    if not isinstance(schema, dict) or "oneOf" not in schema:
+        return None
+    return _union_refs().get(json.dumps(schema["oneOf"], sort_keys=True))
+
+
+def iter_schema_errors(
+    data: Any, definition: str = "Event", *, strict: bool = True
+) -> Iterator[SchemaIssue]:
+    """
+    Yield every way ``data`` violates ``definition``, most specific first.
+
+    For a discriminated union (``Event``, ``Message``, ``ContentPart``...) the document is
+    checked against the member its discriminator selects, so the issues name the field
+    that is wrong instead of the 36 branches it did not match.
+
+    Args:
+        data: A decoded JSON document.
+        definition: Any definition name of the bundled schema (see :func:`definitions`).
+        strict: ``False`` allows members the schema does not declare (receiver mode).
+
+    Raises:
+        KeyError: ``definition`` is not a definition of the schema (a caller bug).
+    """
+    _definition_schema(definition, strict)  # raise early for an unknown definition
+    for count, issue in enumerate(_issues(definition, data, strict, "")):
+        if count >= _MAX_ISSUES:
+            yield SchemaIssue("", "maxIssues", f"more than {_MAX_ISSUES} issues; stopped", "")
+            return
+        yield issue
+
+
+def is_valid(data: Any, definition: str = "Event", *, strict: bool = True) -> bool:
+    """Whether ``data`` is a valid ``definition``: the fast verdict, no explanation."""
+    member, problem = _select(definition, data)
+    if problem is not None:
+        return False
+    rust = _rust_validator(member, strict)
+    if rust is not None:
+        try:
+            return bool(rust.is_valid(data))
+        except (ValueError, TypeError, OverflowError, RecursionError):
+            pass  # data jsonschema-rs cannot convert (NaN, huge ints, deep nesting)
+    return next(iter_schema_errors(data, member, strict=strict), None) is None
+
+
+def validate(
+    data: Any, definition: str = "Event", *, strict: bool = True, event_index: int | None = None
+) -> None:
+    """
+    Raise :class:`SchemaValidationError` carrying every violation if ``data`` is invalid.
+
+    Raises:
+        UnknownEventTypeError: ``definition`` is ``Event`` and ``type`` names no event.
+        SchemaValidationError: any other violation; ``issues`` lists them all.
+    """
+    if is_valid(data, definition, strict=strict):
+        return
+    if definition == "Event":
+        if not isinstance(data, Mapping) or not isinstance(data.get("type"), str):
+            if isinstance(data, Mapping) and "type" not in data:
+                raise UnknownEventTypeError(None, event_index=event_index)
+        elif data["type"] not in EVENT_CLASSES:
+            value = data["type"]
+            raise UnknownEventTypeError(value, suggest_event_type(value), event_index=event_index)
+        else:
+            definition = EVENT_CLASSES[data["type"]].__name__
+    issues = list(iter_schema_errors(data, definition, strict=strict))
+    if not issues:  # the fast verdict and the explanation disagree: trust the explainer
+        return
+    raise SchemaValidationError(definition, issues, event_index=event_index)
+
+
+def validate_event(data: Any, *, strict: bool = True, event_index: int | None = None) -> None:
+    """
+    Check a raw event dict against the definition its ``type`` selects.
+
+    Raises:
+        UnknownEventTypeError: ``type`` is missing or names no event.
+        SchemaValidationError: the event is malformed; ``issues`` has every violation.
+    """
+    validate(data, "Event", strict=strict, event_index=event_index)

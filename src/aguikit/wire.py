@@ -1,0 +1,426 @@
+"""
+The wire format: camelCase JSON dicts in, typed attrs events out, and back.
+
+AG-UI travels as JSON objects whose member names are camelCase and whose kind is named by a
+discriminator (``type`` for events, content parts and outcomes, ``role`` for messages,
+``op`` for patch operations).  The generated classes are snake_case and record each wire
+name in field metadata; this module builds one cattrs converter that renames from that
+metadata (never by computing camelCase: ``threadID`` would not survive a round trip) and
+dispatches every union on its discriminator with a dict lookup instead of trying members
+in turn.
+
+cattrs is not a validator: it would turn ``"messageId": 5`` into ``"5"`` and an unknown
+``type`` into a bare ``KeyError``.  So :func:`parse_event` validates first, against the
+one definition ``type`` selects and in tolerant mode (undeclared members are allowed), and
+structures second with hooks that trust the validated shape and copy nothing they need
+not.  Members the schema does not declare are kept on the object in ``extra_members`` and
+written back by :func:`to_wire`, because a newer producer may send them and a library in
+the middle must not drop them silently; a receiver that wants them gone (the session)
+strips them with a warning.
+
+Two deliberate sharing choices keep the hot path cheap: open maps (``metadata``, activity
+``content``) and "any JSON" values (``rawEvent``, ``snapshot``, ``value``) are not copied
+on the way in or out, so a parsed event shares them with the dict it came from.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal, TypeVar, get_args, get_origin
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from . import validate as _validate
+from ._deprecation import constructing_from_wire
+from ._generated import models
+from ._generated.models import Event, Message, RunAgentInput
+from ._generated.registry import EVENT_CLASSES, MESSAGE_CLASSES
+from .errors import (
+    AguiError,
+    DecodeError,
+    LimitExceededError,
+    SchemaIssue,
+    SchemaValidationError,
+    UnknownEventTypeError,
+    WireFormatError,
+)
+
+__all__ = [
+    "converter",
+    "dumps_event",
+    "loads_event",
+    "parse_as",
+    "parse_event",
+    "parse_message",
+    "parse_run_agent_input",
+    "to_wire",
+]
+
+T = TypeVar("T")
+
+_DISCRIMINATORS: Final = ("type", "role", "op")
+_SCALARS: Final = (str, int, float, bool)
+MAX_JSON_DEPTH: Final = 512
+"""
+Deepest nesting :func:`loads_event` accepts.  Deeper documents are rejected with
+:class:`LimitExceededError` before the decoder or any validator recurses into them.
+"""
+
+
+# cattrs types its per-field overrides as ``**kwargs`` next to its own bool options, which
+# mypy cannot match against a dict of overrides; the calls below are checked by the tests.
+_make_structure_fn: Any = make_dict_structure_fn
+_make_unstructure_fn: Any = make_dict_unstructure_fn
+
+
+def _identity(value: Any, _: Any = None) -> Any:
+    return value
+
+
+def _wire_name(field: attrs.Attribute[Any]) -> str:
+    return str(field.metadata.get("wire", field.name))
+
+
+def _is_extras(field: attrs.Attribute[Any]) -> bool:
+    return bool(field.metadata.get("extras"))
+
+
+def _single_literal(annotation: Any) -> str | None:
+    if get_origin(annotation) is Literal:
+        values = get_args(annotation)
+        if len(values) == 1 and isinstance(values[0], str):
+            return values[0]
+    return None
+
+
+def _discriminator_of(cls: type) -> tuple[str, str] | None:
+    hints = typing.get_type_hints(cls)
+    for name in _DISCRIMINATORS:
+        value = _single_literal(hints.get(name))
+        if value is not None:
+            return name, value
+    return None
+
+
+def _is_union(annotation: Any) -> bool:
+    return get_origin(annotation) in (typing.Union, types.UnionType)
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(detailed_validation=False)
+
+    # Scalars were validated before structuring: pass them through untouched.
+    for scalar in _SCALARS:
+        conv.register_structure_hook(scalar, _identity)
+    conv.register_structure_hook(Any, _identity)
+    open_map = dict[str, Any]
+    conv.register_structure_hook_func(lambda t: t == open_map, _identity)
+    conv.register_unstructure_hook_func(lambda t: t == open_map, _identity)
+    conv.register_unstructure_hook_func(lambda t: t is Any, _identity)
+
+    def structure_union(annotation: Any) -> Callable[[Any, Any], Any]:
+        members = get_args(annotation)
+        allows_none = type(None) in members
+        classes = [m for m in members if isinstance(m, type) and attrs.has(m)]
+        lists = [m for m in members if get_origin(m) is list]
+        if not classes and not lists:
+            return _identity  # scalars, Any, None: already validated
+        table: dict[str, type] = {}
+        key = ""
+        only = classes[0] if len(classes) == 1 else None
+        for cls in classes if only is None else ():
+            found = _discriminator_of(cls)
+            if found is None:
+                raise TypeError(f"union member {cls.__name__} has no discriminator")
+            key = found[0]
+            table[found[1]] = cls
+        list_type = lists[0] if lists else None
+        name = " | ".join(getattr(m, "__name__", str(m)) for m in members)
+
+        def hook(value: Any, _: Any) -> Any:
+            if value is None and allows_none:
+                return None
+            if only is not None and isinstance(value, Mapping):
+                return conv.structure(value, only)
+            if isinstance(value, Mapping) and table:
+                member = table.get(value.get(key))  # type: ignore[arg-type]
+                if member is not None:
+                    return conv.structure(value, member)
+                raise WireFormatError(name, f"/{key}", f"unknown {key} {value.get(key)!r}")
+            if list_type is not None and isinstance(value, list):
+                return conv.structure(value, list_type)
+            if isinstance(value, str) and str in members:
+                return value
+            raise WireFormatError(name, "", f"unexpected {type(value).__name__}")
+
+        return hook
+
+    conv.register_structure_hook_factory(_is_union, structure_union)
+
+    def structure_class(cls: type) -> Callable[[Any, Any], Any]:
+        fields = attrs.fields(cls)
+        overrides = {
+            f.name: override(omit=True) if _is_extras(f) else override(rename=_wire_name(f))
+            for f in fields
+        }
+        base = _make_structure_fn(cls, conv, _cattrs_detailed_validation=False, **overrides)
+        known = frozenset(_wire_name(f) for f in fields if not _is_extras(f))
+        deprecated = hasattr(cls, "__deprecated__")
+
+        def hook(data: Mapping[str, Any], _: Any) -> Any:
+            if deprecated:
+                with constructing_from_wire():
+                    obj = base(data, cls)
+            else:
+                obj = base(data, cls)
+            if not known.issuperset(data):
+                obj.extra_members = {k: v for k, v in data.items() if k not in known}
+            return obj
+
+        return hook
+
+    def unstructure_class(cls: type) -> Callable[[Any], dict[str, Any]]:
+        hints = typing.get_type_hints(cls)
+        overrides = {}
+        for f in attrs.fields(cls):
+            if _is_extras(f):
+                overrides[f.name] = override(omit=True)
+            elif _single_literal(hints[f.name]) is not None:
+                # A discriminator always equals its default; omitting it would lose the kind.
+                overrides[f.name] = override(rename=_wire_name(f), omit_if_default=False)
+            else:
+                overrides[f.name] = override(rename=_wire_name(f))
+        base = _make_unstructure_fn(cls, conv, _cattrs_omit_if_default=True, **overrides)
+
+        def hook(obj: Any) -> dict[str, Any]:
+            out: dict[str, Any] = base(obj)
+            extras = obj.extra_members
+            if extras:
+                for key, value in extras.items():
+                    out.setdefault(key, value)
+            return out
+
+        return hook
+
+    conv.register_structure_hook_factory(attrs.has, structure_class)
+    conv.register_unstructure_hook_factory(attrs.has, unstructure_class)
+    return conv
+
+
+converter: Final[cattrs.Converter] = _make_converter()
+"""
+The configured converter for every generated model.  Use it to structure a generated
+class from a *validated* dict, or to build your own converter on top (``copy()``); never
+mutate it, other modules share it.
+"""
+
+_MODEL_CLASSES: Final = frozenset(
+    obj for obj in vars(models).values() if isinstance(obj, type) and attrs.has(obj)
+)
+_structure_hooks: dict[type, Callable[[Any, Any], Any]] = {}
+
+
+def _structure(data: Mapping[str, Any], cls: type[T]) -> T:
+    hook = _structure_hooks.get(cls)
+    if hook is None:
+        hook = _structure_hooks[cls] = converter.get_structure_hook(cls)
+    try:
+        return typing.cast(T, hook(data, cls))
+    except AguiError:
+        raise
+    except Exception as exc:  # unvalidated input reached the trusting hooks
+        raise WireFormatError(cls.__name__, "", f"{type(exc).__name__}: {exc}") from exc
+
+
+def _not_an_object(definition: str, data: object) -> SchemaValidationError:
+    kind = "null" if data is None else type(data).__name__
+    return SchemaValidationError(
+        definition, [SchemaIssue("", "type", f"expected an object, got {kind}")]
+    )
+
+
+def parse_event(data: Mapping[str, Any], *, check: bool = True) -> Event:
+    """
+    Turn a wire dict into its typed event, choosing the class by ``type``.
+
+    Args:
+        data: A decoded JSON object.
+        check: Validate against the event's definition first (tolerant of undeclared
+            members, which are kept in ``extra_members``).  Pass ``False`` only for data
+            already validated, e.g. by :func:`aguikit.validate_event`.
+
+    Raises:
+        UnknownEventTypeError: ``type`` is missing or names no event; suggests the close
+            match (``runStarted`` → ``RUN_STARTED``).
+        SchemaValidationError: a declared field is missing or malformed; ``definition`` is
+            the event class name and each issue has the JSON pointer of the field.
+    """
+    if not isinstance(data, Mapping):
+        raise _not_an_object("Event", data)
+    event_type = data.get("type")
+    cls = EVENT_CLASSES.get(event_type) if isinstance(event_type, str) else None
+    if cls is None:
+        raise UnknownEventTypeError(
+            event_type if "type" in data else None, _validate.suggest_event_type(event_type)
+        )
+    if check:
+        _validate.validate(data, cls.__name__, strict=False)
+    return _structure(data, cls)
+
+
+def parse_message(data: Mapping[str, Any], *, check: bool = True) -> Message:
+    """
+    Turn a wire dict into its typed message, choosing the class by ``role``.
+
+    Raises:
+        SchemaValidationError: ``role`` is missing or unknown, or a field is malformed.
+    """
+    if not isinstance(data, Mapping):
+        raise _not_an_object("Message", data)
+    role = data.get("role")
+    cls = MESSAGE_CLASSES.get(role) if isinstance(role, str) else None
+    if cls is None or check:
+        _validate.validate(data, "Message" if cls is None else cls.__name__, strict=False)
+    if cls is None:  # pragma: no cover - validation above always rejects this
+        raise _not_an_object("Message", data)
+    return _structure(data, cls)
+
+
+def parse_run_agent_input(data: Mapping[str, Any], *, check: bool = True) -> RunAgentInput:
+    """
+    Turn a request body into a typed :class:`RunAgentInput`.
+
+    Raises:
+        SchemaValidationError: a field is missing or malformed.
+    """
+    return parse_as(RunAgentInput, data, check=check)
+
+
+def parse_as(cls: type[T], data: Any, *, check: bool = True) -> T:
+    """
+    Turn a wire value into any generated model class (``ToolCall``, ``Interrupt``...).
+
+    Raises:
+        SchemaValidationError: the value does not match the class's definition.
+    """
+    if cls not in _MODEL_CLASSES:
+        raise TypeError(f"{cls!r} is not a generated aguikit model")
+    if check:
+        _validate.validate(data, cls.__name__, strict=False)
+    elif not isinstance(data, Mapping):
+        raise _not_an_object(cls.__name__, data)
+    return _structure(data, cls)
+
+
+def to_wire(obj: Any) -> dict[str, Any]:
+    """
+    The exact wire dict for a generated model: camelCase keys, unset optionals omitted
+    (never ``null``), discriminators always present, undeclared members written back.
+
+    ``to_wire(parse_event(d)) == d`` for every valid document ``d``.
+
+    Raises:
+        WireFormatError: ``obj`` is not an instance of a generated model.
+    """
+    if type(obj) not in _MODEL_CLASSES:
+        raise WireFormatError(
+            type(obj).__name__, "", "to_wire takes an instance of a generated aguikit model"
+        )
+    out: dict[str, Any] = converter.unstructure(obj)
+    return out
+
+
+def _depth_exceeds(text: str | bytes, limit: int) -> bool:
+    """
+    Whether brackets nest deeper than ``limit``, checked without recursion.  Brackets
+    inside strings are counted too, which can only over-estimate depth; a document that
+    trips this by its strings alone is still far past any sane shape, so the cost of the
+    exact answer (a tokenizer) is not worth paying on every line.
+    """
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    depth = deepest = 0
+    for byte in data:
+        if byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return True
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return False
+    depth = deepest = 0
+    for ch in text.encode() if isinstance(text, str) else text:
+        if ch in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return True
+        elif ch in (0x5D, 0x7D):
+            depth -= 1
+    return False
+
+
+def loads_json(
+    text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, source: str | None = None
+) -> Any:
+    """
+    Decode one JSON document, turning every failure into :class:`DecodeError`.
+
+    Raises:
+        LimitExceededError: nesting deeper than ``max_depth``.
+        DecodeError: not UTF-8, not JSON, or a non-standard constant (``NaN``).
+    """
+    if _depth_exceeds(text, max_depth):
+        raise LimitExceededError(
+            "max_depth", max_depth, "JSON nests deeper than allowed", source=source
+        )
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise DecodeError(f"invalid JSON: {exc.msg} at position {exc.pos}", source=source) from exc
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"invalid UTF-8 at byte {exc.start}", source=source) from exc
+    except ValueError as exc:
+        raise DecodeError(str(exc), source=source) from exc
+    except RecursionError as exc:
+        raise LimitExceededError(
+            "max_depth", max_depth, "JSON nests too deeply to decode", source=source
+        ) from exc
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def loads_event(text: str | bytes, *, check: bool = True) -> Event:
+    """
+    Decode and parse one JSON-encoded event.
+
+    Raises:
+        DecodeError: the text is not JSON (or not UTF-8).
+        UnknownEventTypeError, SchemaValidationError: as :func:`parse_event`.
+    """
+    return parse_event(loads_json(text), check=check)
+
+
+def dumps_event(event: Any) -> str:
+    """
+    Encode a generated model as compact JSON, byte-for-byte what the official Python SDK's
+    encoder writes for the same event (no spaces, non-ASCII kept as UTF-8).
+
+    Raises:
+        WireFormatError: ``event`` is not a generated model, or holds a value JSON cannot
+            carry (``NaN``, an object of a foreign type).
+    """
+    wire = to_wire(event)
+    try:
+        return json.dumps(wire, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise WireFormatError(type(event).__name__, "", f"not JSON-serialisable: {exc}") from exc
