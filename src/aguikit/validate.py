@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from importlib import resources
 from typing import Any, Final
@@ -46,6 +46,7 @@ except ImportError:  # pragma: no cover - the accelerator is optional at runtime
 
 __all__ = [
     "definitions",
+    "fast_check",
     "is_valid",
     "iter_schema_errors",
     "load_schema",
@@ -286,6 +287,28 @@ def is_valid(data: Any, definition: str = "Event", *, strict: bool = True) -> bo
         except (ValueError, TypeError, OverflowError, RecursionError):
             pass  # data jsonschema-rs cannot convert (NaN, huge ints, deep nesting)
     return next(iter_schema_errors(data, member, strict=strict), None) is None
+
+
+def fast_check(definition: str, *, strict: bool = True) -> Callable[[Any], bool]:
+    """
+    A verdict-only check for one non-union definition, for hot loops.
+
+    It returns ``jsonschema-rs``'s bound ``is_valid`` when the accelerator is installed, so
+    a call costs what the Rust validator costs; ``False`` means "call :func:`validate` for
+    the explanation" (a document the accelerator cannot read at all also lands there).
+    """
+    rust = _rust_validator(definition, strict)
+    if rust is None:
+        return lambda data: is_valid(data, definition, strict=strict)
+    check = rust.is_valid
+
+    def guarded(data: Any) -> bool:
+        try:
+            return bool(check(data))
+        except (ValueError, TypeError, OverflowError, RecursionError):
+            return False
+
+    return guarded
 
 
 def validate(

@@ -36,7 +36,6 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from . import validate as _validate
-from ._deprecation import constructing_from_wire
 from ._generated import models
 from ._generated.models import Event, Message, RunAgentInput
 from ._generated.registry import EVENT_CLASSES, MESSAGE_CLASSES
@@ -111,6 +110,64 @@ def _is_union(annotation: Any) -> bool:
     return get_origin(annotation) in (typing.Union, types.UnionType)
 
 
+def _is_plain(annotation: Any) -> bool:
+    """Whether a validated value of this type is already its Python value (no hook needed)."""
+    if annotation is Any or annotation in _SCALARS or annotation == dict[str, Any]:
+        return True
+    if get_origin(annotation) is Literal:
+        return True
+    if _is_union(annotation):
+        return all(_is_plain(arg) or arg is type(None) for arg in get_args(annotation))
+    return False
+
+
+def _compile_structure(cls: type, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    """
+    Build the structure hook of one generated class as straight-line code.
+
+    The input has been validated, so the hook only reads members, hands the few complex
+    ones (nested models, lists, enums) to the converter, and assigns slots directly.  It
+    bypasses ``__init__`` on purpose: there is nothing to check that validation did not,
+    the attrs initializer costs as much again as the rest of the parse, and a deprecated
+    event arriving from the wire must not warn the way a user constructing one does.
+    """
+    hints = typing.get_type_hints(cls)
+    namespace: dict[str, Any] = {"__cl": cls, "__new": object.__new__}
+    known: list[str] = []
+    lines = ["def structure(o, _=None):", "    obj = __new(__cl)"]
+    for field in attrs.fields(cls):
+        if _is_extras(field):
+            continue
+        wire = _wire_name(field)
+        known.append(wire)
+        annotation = hints[field.name]
+        required = field.default is attrs.NOTHING
+        default = None if required else field.default
+        if _is_plain(annotation):
+            read = f"o[{wire!r}]" if required else f"o.get({wire!r}, {default!r})"
+            lines.append(f"    obj.{field.name} = {read}")
+            continue
+        namespace[f"__h_{field.name}"] = conv.get_structure_hook(annotation)
+        namespace[f"__t_{field.name}"] = annotation
+        call = f"__h_{field.name}(v, __t_{field.name})"
+        if required:
+            lines.append(f"    v = o[{wire!r}]")
+            lines.append(f"    obj.{field.name} = {call}")
+        else:
+            lines.append(f"    v = o.get({wire!r})")
+            lines.append(f"    obj.{field.name} = None if v is None else {call}")
+    namespace["__known"] = frozenset(known)
+    lines.append(
+        "    obj.extra_members = None if __known.issuperset(o) "
+        "else {k: v for k, v in o.items() if k not in __known}"
+    )
+    lines.append("    return obj")
+    exec("\n".join(lines), namespace)  # the cattrs technique: specialised code per class
+    hook: Callable[[Any, Any], Any] = namespace["structure"]
+    hook.__qualname__ = f"structure_{cls.__name__}"
+    return hook
+
+
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(detailed_validation=False)
 
@@ -163,26 +220,7 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook_factory(_is_union, structure_union)
 
     def structure_class(cls: type) -> Callable[[Any, Any], Any]:
-        fields = attrs.fields(cls)
-        overrides = {
-            f.name: override(omit=True) if _is_extras(f) else override(rename=_wire_name(f))
-            for f in fields
-        }
-        base = _make_structure_fn(cls, conv, _cattrs_detailed_validation=False, **overrides)
-        known = frozenset(_wire_name(f) for f in fields if not _is_extras(f))
-        deprecated = hasattr(cls, "__deprecated__")
-
-        def hook(data: Mapping[str, Any], _: Any) -> Any:
-            if deprecated:
-                with constructing_from_wire():
-                    obj = base(data, cls)
-            else:
-                obj = base(data, cls)
-            if not known.issuperset(data):
-                obj.extra_members = {k: v for k, v in data.items() if k not in known}
-            return obj
-
-        return hook
+        return _compile_structure(cls, conv)
 
     def unstructure_class(cls: type) -> Callable[[Any], dict[str, Any]]:
         hints = typing.get_type_hints(cls)
@@ -268,9 +306,23 @@ def parse_event(data: Mapping[str, Any], *, check: bool = True) -> Event:
         raise UnknownEventTypeError(
             event_type if "type" in data else None, _validate.suggest_event_type(event_type)
         )
-    if check:
+    fast = _fast_paths.get(cls)
+    if fast is None:
+        fast = _fast_paths[cls] = (
+            _validate.fast_check(cls.__name__, strict=False),
+            converter.get_structure_hook(cls),
+        )
+    if check and not fast[0](data):
         _validate.validate(data, cls.__name__, strict=False)
-    return _structure(data, cls)
+    try:
+        return typing.cast(Event, fast[1](data, cls))
+    except AguiError:
+        raise
+    except Exception as exc:  # unvalidated input reached the trusting hooks
+        raise WireFormatError(cls.__name__, "", f"{type(exc).__name__}: {exc}") from exc
+
+
+_fast_paths: dict[type, tuple[Callable[[Any], bool], Callable[[Any, Any], Any]]] = {}
 
 
 def parse_message(data: Mapping[str, Any], *, check: bool = True) -> Message:

@@ -1,0 +1,89 @@
+"""
+Every build task of aguikit, one session per concern (``nox -l`` lists them).
+
+CI runs the default sessions (``nox``); ``bench`` and ``fuzz`` are opt-in because they
+measure or search rather than check.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+SRC = ROOT / "src" / "aguikit"
+TESTS = ROOT / "tests"
+BENCH = ROOT / "bench"
+CODEGEN = ROOT / "codegen" / "generate.py"
+
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["tests", "lint", "typecheck", "codegen_check"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+@nox.session(tags=["check"])
+def tests(session: nox.Session) -> None:
+    """Unit, property and conformance tests (the official corpus is read from ../shared)."""
+    session.install("-e", ".[test]", "mypy", "types-jsonschema")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(default=False)
+def demo(session: nox.Session) -> None:
+    """The main job on the bundled example: `aguikit check` and `aguikit replay` (aguikit demo)."""
+    session.install("-e", ".")
+    session.run("aguikit", "demo", *session.posargs)
+
+
+@nox.session(tags=["check"])
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check over the whole tree."""
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(tags=["check"])
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict on src/ (generated code included: it is typed like the rest)."""
+    session.install("-e", ".", "mypy", "types-jsonschema")
+    session.run("mypy", "--strict", str(SRC))
+
+
+@nox.session
+def codegen(session: nox.Session) -> None:
+    """Regenerate src/aguikit/_generated/ from schema/ after a schema change."""
+    session.install("-e", ".", "datamodel-code-generator[ruff]==0.89.0")
+    session.run("python", str(CODEGEN), *session.posargs)
+
+
+@nox.session(tags=["check"])
+def codegen_check(session: nox.Session) -> None:
+    """Fail, naming the files, when the checked-in generated code differs from schema/."""
+    session.install("-e", ".", "datamodel-code-generator[ruff]==0.89.0")
+    session.run("python", str(CODEGEN), "--check", *session.posargs)
+
+
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """Benchmarks (µs per event, throughput, memory); never asserts on time."""
+    session.install("-e", ".[test]")
+    scripts = session.posargs or sorted(str(p) for p in BENCH.glob("bench_*.py"))
+    for script in scripts:
+        session.run("python", script)
+
+
+@nox.session(default=False)
+def fuzz(session: nox.Session) -> None:
+    """Long hostile-input run over every entry point (HYPOTHESIS_PROFILE=fuzz)."""
+    session.install("-e", ".[test]")
+    session.run(
+        "pytest",
+        "-m",
+        "fuzz",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        env={"HYPOTHESIS_PROFILE": "fuzz"},
+    )
