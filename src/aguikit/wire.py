@@ -35,7 +35,6 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from . import validate as _validate
 from ._generated import models
 from ._generated.models import Event, Message, RunAgentInput
 from ._generated.registry import EVENT_CLASSES, MESSAGE_CLASSES
@@ -48,6 +47,8 @@ from .errors import (
     UnknownEventTypeError,
     WireFormatError,
 )
+from .validate import fast_check, suggest_event_type
+from .validate import validate as _validate_definition
 
 __all__ = [
     "converter",
@@ -304,16 +305,16 @@ def parse_event(data: Mapping[str, Any], *, check: bool = True) -> Event:
     cls = EVENT_CLASSES.get(event_type) if isinstance(event_type, str) else None
     if cls is None:
         raise UnknownEventTypeError(
-            event_type if "type" in data else None, _validate.suggest_event_type(event_type)
+            event_type if "type" in data else None, suggest_event_type(event_type)
         )
     fast = _fast_paths.get(cls)
     if fast is None:
         fast = _fast_paths[cls] = (
-            _validate.fast_check(cls.__name__, strict=False),
+            fast_check(cls.__name__, strict=False),
             converter.get_structure_hook(cls),
         )
     if check and not fast[0](data):
-        _validate.validate(data, cls.__name__, strict=False)
+        _validate_definition(data, cls.__name__, strict=False)
     try:
         return typing.cast(Event, fast[1](data, cls))
     except AguiError:
@@ -337,7 +338,7 @@ def parse_message(data: Mapping[str, Any], *, check: bool = True) -> Message:
     role = data.get("role")
     cls = MESSAGE_CLASSES.get(role) if isinstance(role, str) else None
     if cls is None or check:
-        _validate.validate(data, "Message" if cls is None else cls.__name__, strict=False)
+        _validate_definition(data, "Message" if cls is None else cls.__name__, strict=False)
     if cls is None:  # pragma: no cover - validation above always rejects this
         raise _not_an_object("Message", data)
     return _structure(data, cls)
@@ -363,7 +364,7 @@ def parse_as(cls: type[T], data: Any, *, check: bool = True) -> T:
     if cls not in _MODEL_CLASSES:
         raise TypeError(f"{cls!r} is not a generated aguikit model")
     if check:
-        _validate.validate(data, cls.__name__, strict=False)
+        _validate_definition(data, cls.__name__, strict=False)
     elif not isinstance(data, Mapping):
         raise _not_an_object(cls.__name__, data)
     return _structure(data, cls)
