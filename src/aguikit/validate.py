@@ -208,7 +208,13 @@ def _issues(
     try:
         errors = sorted(
             validator.iter_errors(instance),
-            key=lambda e: (list(map(str, e.absolute_path)), e.validator != "required"),
+            # A member that fails its own schema also counts as "unevaluated"; the failure of
+            # the member itself is the useful report, so exactness complaints go last.
+            key=lambda e: (
+                e.validator == "unevaluatedProperties",
+                list(map(str, e.absolute_path)),
+                e.validator != "required",
+            ),
         )
     except RecursionError:
         yield SchemaIssue(prefix, "depth", "document is nested too deeply to validate", "")
