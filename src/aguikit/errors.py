@@ -14,6 +14,7 @@ aguikit, and the fuzz suite treats it as one.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,6 +35,15 @@ __all__ = [
     "UnknownEventTypeError",
     "WireFormatError",
 ]
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 3, 80, 80
+
+
+def short_repr(value: object) -> str:
+    """A repr of hostile input bounded in length and depth: safe to put in any message."""
+    return _SHORT.repr(value)
 
 
 class AguiError(Exception):
@@ -126,7 +136,7 @@ class UnknownEventTypeError(SchemaValidationError):
         if value is None:
             text, keyword = "event has no 'type'", "required"
         else:
-            text, keyword = f"unknown event type {value!r}", "enum"
+            text, keyword = f"unknown event type {short_repr(value)}", "enum"
         if suggestion is not None:
             text += f"; did you mean {suggestion!r}?"
         pointer = "" if keyword == "required" else "/type"
@@ -222,7 +232,7 @@ class PatchError(AguiError):
         self.pointer = pointer
         self.event_index = event_index
         where = f" operation {op_index}" if op_index is not None else ""
-        path = f" at {pointer!r}" if pointer is not None else ""
+        path = f" at {short_repr(pointer)}" if pointer is not None else ""
         super().__init__(f"patch on {target} failed:{where}{path}: {reason}")
 
     @property

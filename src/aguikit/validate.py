@@ -36,7 +36,7 @@ import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
 from ._generated.registry import EVENT_CLASSES
-from .errors import SchemaIssue, SchemaValidationError, UnknownEventTypeError
+from .errors import SchemaIssue, SchemaValidationError, UnknownEventTypeError, short_repr
 
 _rs: Any
 try:
@@ -186,10 +186,10 @@ def _select(definition: str, instance: Any) -> tuple[str, SchemaIssue | None]:
             "", "required", f"{prop!r} is a required property", schema_path
         )
     allowed = ", ".join(repr(v) for v in table)
-    message = f"{value!r} is not a known {prop}; expected one of {allowed}"
+    message = f"{short_repr(value)} is not a known {prop}; expected one of {allowed}"
     if definition == "Event":
         suggestion = suggest_event_type(value)
-        message = f"unknown event type {value!r}" + (
+        message = f"unknown event type {short_repr(value)}" + (
             f"; did you mean {suggestion!r}?" if suggestion else ""
         )
     return definition, SchemaIssue(f"/{prop}", "enum", message, schema_path)
@@ -217,6 +217,15 @@ def _issues(
             ),
         )
     except RecursionError:
+        # The pure-Python validator recurses (and formats reprs) through deep values even
+        # where the schema does not constrain them; the Rust one does not.  Trust its
+        # verdict when there is one, and otherwise report the depth itself.
+        rust = _rust_validator(member, strict)
+        try:
+            if rust is not None and rust.is_valid(instance):
+                return
+        except (ValueError, TypeError, OverflowError, RecursionError):
+            pass
         yield SchemaIssue(prefix, "depth", "document is nested too deeply to validate", "")
         return
     for error in errors:

@@ -46,6 +46,7 @@ from .errors import (
     SchemaValidationError,
     UnknownEventTypeError,
     WireFormatError,
+    short_repr,
 )
 from .validate import fast_check, suggest_event_type
 from .validate import validate as _validate_definition
@@ -209,7 +210,9 @@ def _make_converter() -> cattrs.Converter:
                 member = table.get(value.get(key))  # type: ignore[arg-type]
                 if member is not None:
                     return conv.structure(value, member)
-                raise WireFormatError(name, f"/{key}", f"unknown {key} {value.get(key)!r}")
+                raise WireFormatError(
+                    name, f"/{key}", f"unknown {key} {short_repr(value.get(key))}"
+                )
             if list_type is not None and isinstance(value, list):
                 return conv.structure(value, list_type)
             if isinstance(value, str) and str in members:
@@ -388,63 +391,59 @@ def to_wire(obj: Any) -> dict[str, Any]:
     return out
 
 
-def _depth_exceeds(text: str | bytes, limit: int) -> bool:
+def _depth_exceeds(data: bytes, limit: int) -> int | None:
     """
-    Whether brackets nest deeper than ``limit``, checked without recursion.  Brackets
-    inside strings are counted too, which can only over-estimate depth; a document that
-    trips this by its strings alone is still far past any sane shape, so the cost of the
-    exact answer (a tokenizer) is not worth paying on every line.
+    The byte offset where brackets first nest deeper than ``limit``, found without
+    recursion, or ``None``.  Brackets inside strings are counted too, which can only
+    over-estimate depth; a document that trips this by its strings alone is still far past
+    any sane shape, so the exact answer (a tokenizer) is not worth paying for on every line.
     """
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     if data.count(b"[") + data.count(b"{") <= limit:
-        return False
-    depth = deepest = 0
-    for byte in data:
+        return None
+    depth = 0
+    for offset, byte in enumerate(data):
         if byte in (0x5B, 0x7B):
             depth += 1
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                return True
+            if depth > limit:
+                return offset
         elif byte in (0x5D, 0x7D):
             depth -= 1
-    return False
-    depth = deepest = 0
-    for ch in text.encode() if isinstance(text, str) else text:
-        if ch in (0x5B, 0x7B):
-            depth += 1
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                return True
-        elif ch in (0x5D, 0x7D):
-            depth -= 1
-    return False
+    return None
 
 
 def loads_json(
     text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, source: str | None = None
 ) -> Any:
     """
-    Decode one JSON document, turning every failure into :class:`DecodeError`.
+    Decode one JSON document, turning every failure into :class:`DecodeError` whose
+    ``byte_offset`` points into ``text`` (encoded as UTF-8 when it is a ``str``).
 
     Raises:
         LimitExceededError: nesting deeper than ``max_depth``.
         DecodeError: not UTF-8, not JSON, or a non-standard constant (``NaN``).
     """
-    if _depth_exceeds(text, max_depth):
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    too_deep = _depth_exceeds(data, max_depth)
+    if too_deep is not None:
         raise LimitExceededError(
-            "max_depth", max_depth, "JSON nests deeper than allowed", source=source
+            "max_depth",
+            max_depth,
+            "JSON nests deeper than allowed",
+            source=source,
+            byte_offset=too_deep,
         )
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        raise DecodeError(f"invalid JSON: {exc.msg} at position {exc.pos}", source=source) from exc
+        offset = len(exc.doc[: exc.pos].encode("utf-8", "surrogatepass"))
+        raise DecodeError(f"invalid JSON: {exc.msg}", source=source, byte_offset=offset) from exc
     except UnicodeDecodeError as exc:
-        raise DecodeError(f"invalid UTF-8 at byte {exc.start}", source=source) from exc
-    except ValueError as exc:
-        raise DecodeError(str(exc), source=source) from exc
-    except RecursionError as exc:
+        raise DecodeError("invalid UTF-8", source=source, byte_offset=exc.start) from exc
+    except ValueError as exc:  # NaN / Infinity, rejected by _reject_constant
+        raise DecodeError(str(exc), source=source, byte_offset=0) from exc
+    except RecursionError as exc:  # pragma: no cover - the depth check runs first
         raise LimitExceededError(
-            "max_depth", max_depth, "JSON nests too deeply to decode", source=source
+            "max_depth", max_depth, "JSON nests too deeply to decode", source=source, byte_offset=0
         ) from exc
 
 
