@@ -1,0 +1,1154 @@
+"""
+Fold a stream of events into what a UI draws: messages, state, activities, reasoning.
+
+Consuming AG-UI is not "read a response".  A message opens, its text arrives a fragment at
+a time, tool arguments accumulate as JSON that does not parse until the last fragment,
+state moves by RFC 6902 patch, and a snapshot may rewrite the conversation under you.
+:class:`Applier` is the state machine that turns all of that back into a list of generated
+:data:`~aguikit.models.Message` objects and a JSON state document, and tells the caller
+what each event changed (:class:`Changed`) so a view redraws one row, not the screen.
+
+*Tolerant by design.*  An orphan content event opens the message it names, a delta for an
+activity nobody published is skipped (with a warning), an encrypted value for an unknown
+entity is ignored: a half-drawn conversation beats a blank one, and catching the producer
+is :mod:`aguikit.verify`'s job (:class:`aguikit.session.Session` runs both).  The one thing
+it refuses to do quietly is corrupt state: a patch that does not apply raises
+:class:`~aguikit.errors.PatchError` and leaves the target exactly as it was.
+
+*Cost per event does not grow with the conversation.*  Messages are indexed by id; text
+and tool arguments accumulate in per-entity lists of fragments, joined only when read and
+cached until the next fragment (appending the 100,000th delta costs what the first did);
+patches are applied in place with :mod:`jsonpatch`'s journal, so a delta costs what its
+operations touch, not the size of the state, and is undone if any operation fails.
+``MESSAGES_SNAPSHOT`` and ``STATE_SNAPSHOT`` cost their own size.
+
+*Reasoning is part of the transcript.*  The conformance corpus puts reasoning messages in
+the message list, in order (``reasoning-span-and-message``); a reasoning *span*
+(``REASONING_START``/``REASONING_END``) is a bracket, not a message.  :attr:`reasoning`
+lists the reasoning messages alone for a UI that shows them in a separate pane, and a
+thought reports ``started``/``ended`` once per id however many brackets carry it.
+
+*What the applier owns.*  Everything it stores is its own copy (snapshots, activity
+content and adopted messages are copied on the way in), so patching state never reaches
+back into a delivered event.  Message objects it hands out are live: a message being
+streamed is updated in place when it is next read.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from enum import StrEnum
+from typing import Any, Final, TypeVar
+
+import attrs
+import cattrs
+import jsonpatch
+import jsonpointer
+
+from ._generated.models import (
+    ActivityDeltaEvent,
+    ActivityMessage,
+    ActivitySnapshotEvent,
+    AssistantMessage,
+    DeveloperMessage,
+    Event,
+    FunctionCall,
+    Interrupt,
+    JsonPatchOperation,
+    Message,
+    MessagesSnapshotEvent,
+    ReasoningEncryptedValueEvent,
+    ReasoningMessage,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunStartedEvent,
+    SubagentErrorEvent,
+    SubagentFinishedEvent,
+    SubagentFinishedSuspendedOutcome,
+    SubagentStartedEvent,
+    SystemMessage,
+    TextMessageRole,
+    TextPart,
+    ToolCall,
+    ToolCallResultEvent,
+    ToolMessage,
+    UserMessage,
+)
+from .chunks import ChunkNormalizer
+from .errors import PatchError, WireFormatError
+
+__all__ = [
+    "Applier",
+    "ChangeKind",
+    "Changed",
+    "Subagent",
+    "SubagentStatus",
+    "What",
+    "apply_patch",
+]
+
+T = TypeVar("T")
+
+
+class What(StrEnum):
+    """Which part of the materialised view an event changed."""
+
+    NOTHING = "nothing"
+    MESSAGES = "messages"
+    ACTIVITY = "activity"
+    REASONING = "reasoning"
+    STATE = "state"
+    SUBAGENTS = "subagents"
+    RUN = "run"
+
+
+class ChangeKind(StrEnum):
+    """How it changed; the vocabulary a view switches on."""
+
+    NONE = "none"
+    STARTED = "started"
+    """A message or thought was created (or reopened) and is open for content."""
+    CONTENT = "content"
+    ENDED = "ended"
+    UPDATED = "updated"
+    """The row changed in a way that is not text: redraw it."""
+    TOOL_CALL_STARTED = "tool_call_started"
+    TOOL_CALL_ARGS = "tool_call_args"
+    TOOL_CALL_ENDED = "tool_call_ended"
+    TOOL_RESULT = "tool_result"
+    """A tool message was created, or replaced, at ``index``; rows after it moved down."""
+    ENCRYPTED_VALUE = "encrypted_value"
+    REPLACED = "replaced"
+    """The whole message list was reconciled against a snapshot: redraw all of it."""
+    SNAPSHOT = "snapshot"
+    PATCHED = "patched"
+    RUN_STARTED = "run_started"
+    RUN_FINISHED = "run_finished"
+    RUN_ERROR = "run_error"
+    RESUMED = "resumed"
+    FINISHED = "finished"
+    SUSPENDED = "suspended"
+    FAILED = "failed"
+
+
+@attrs.frozen
+class Changed:
+    """
+    What one event changed, so a view can redraw one row.
+
+    ``index`` is the message's position in :attr:`Applier.messages` (or the subagent's in
+    :attr:`Applier.subagents`) at the time of the change; ``delta`` is the text a content
+    or arguments event appended.
+    """
+
+    what: What
+    kind: ChangeKind = ChangeKind.NONE
+    message_id: str | None = None
+    index: int | None = None
+    tool_call_id: str | None = None
+    subagent_run_id: str | None = None
+    delta: str | None = None
+
+
+NOTHING: Final = Changed(What.NOTHING)
+
+
+class SubagentStatus(StrEnum):
+    """Where a subagent invocation stands."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    SUSPENDED = "suspended"
+    """Closed because the run paused on interrupts; the same id may be announced again."""
+    FAILED = "failed"
+
+
+@attrs.frozen
+class Subagent:
+    """
+    One subagent invocation the stream announced (or closed without announcing).
+
+    Keyed by ``run_id``, which names this invocation: running the same subagent twice
+    yields two entries, while ``name`` is the reusable half, for display.
+    """
+
+    run_id: str
+    name: str
+    status: SubagentStatus = SubagentStatus.RUNNING
+    description: str | None = None
+    parent_subagent_run_id: str | None = None
+    parent_tool_call_id: str | None = None
+    parent_message_id: str | None = None
+    result: Any = None
+    interrupt_ids: tuple[str, ...] = ()
+    error_message: str | None = None
+    error_code: str | None = None
+
+
+WarningSink = Callable[[str, str], None]
+
+_USER_CONVERTER: Final = cattrs.Converter()
+"""For the caller's own classes: :data:`aguikit.wire.converter` is configured for the
+generated protocol classes (wire names, ``extra_members``) and does not fit others."""
+
+
+def _quiet(code: str, message: str) -> None:
+    """Default warning sink: nothing (a :class:`~aguikit.session.Session` collects them)."""
+
+
+_UNSET: Final[Any] = object()
+
+_OP_FIELDS: Final = (("path", "path"), ("from_", "from"), ("value", "value"))
+
+
+def _operations(patch: Sequence[JsonPatchOperation | Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Typed operations (or wire dicts) as the RFC's wire dicts, members beyond it ignored."""
+    out: list[dict[str, Any]] = []
+    for op in patch:
+        if isinstance(op, Mapping):
+            out.append(dict(op))
+            continue
+        wire: dict[str, Any] = {"op": op.op}
+        for attr, name in _OP_FIELDS:
+            value = getattr(op, attr, _UNSET)
+            if value is not _UNSET:
+                wire[name] = value
+        out.append(wire)
+    return out
+
+
+def _describe_failure(exc: Exception) -> str:
+    text = str(exc)
+    # jsonpointer puts the whole document in its message; the state is not a reason.
+    cut = text.find(" not found in ")
+    if cut != -1:
+        text = text[: cut + len(" not found")]
+    if len(text) > 200:
+        text = text[:197] + "..."
+    return text or type(exc).__name__
+
+
+def apply_patch(
+    document: Any,
+    patch: Sequence[JsonPatchOperation | Mapping[str, Any]],
+    target: str = "state",
+) -> Any:
+    """
+    Apply an RFC 6902 patch to ``document`` in place, atomically.
+
+    Uses :mod:`jsonpatch`'s journal: every change is recorded with what it replaced, and if
+    an operation fails the changes already made are undone, so the cost is what the
+    operations touch rather than a copy of the whole document.  Values the patch inserts
+    are copied, so the document never shares a mutable value with the event.
+
+    Returns:
+        The patched document (a new object only when an operation replaced the root).
+
+    Raises:
+        PatchError: an operation did not apply; ``document`` is exactly as it was, and
+            ``op_index``/``op``/``pointer`` name the first operation that failed.
+    """
+    operations = _operations(patch)
+    try:
+        return jsonpatch.JsonPatch(operations).apply(document, in_place=True, atomic=True)
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
+        failing = _find_failing(document, operations, exc)
+        op = operations[failing] if failing is not None else None
+        raise PatchError(
+            target,
+            _describe_failure(exc),
+            op_index=failing,
+            op=op,
+            pointer=op.get("path") if op is not None else None,
+        ) from None
+
+
+def _find_failing(document: Any, operations: list[dict[str, Any]], exc: Exception) -> int | None:
+    """Which operation failed: named by the exception, or found by replaying on a copy."""
+    failed = getattr(exc, "op", None)
+    failed = getattr(failed, "operation", failed)
+    for index, operation in enumerate(operations):
+        if operation is failed:
+            return index
+    # The failure path only: a copy costs the document's size, once, to name the culprit.
+    scratch = copy.deepcopy(document)
+    for index, operation in enumerate(operations):
+        try:
+            scratch = jsonpatch.JsonPatch([operation]).apply(scratch, in_place=True)
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
+            return index
+    return None
+
+
+def _merge_metadata(
+    current: dict[str, Any] | None, incoming: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """Key by key, last write wins, not recursive: the corpus's metadata rule."""
+    if not incoming:
+        return current
+    merged = dict(current) if current else {}
+    merged.update(incoming)
+    return merged
+
+
+def _own(message: Message) -> Message:
+    """A copy of ``message`` the applier may change without reaching into the event."""
+    if isinstance(message, AssistantMessage):
+        calls = message.tool_calls
+        return attrs.evolve(
+            message,
+            tool_calls=None
+            if calls is None
+            else [attrs.evolve(c, function=attrs.evolve(c.function)) for c in calls],
+        )
+    if isinstance(message, ActivityMessage):
+        return attrs.evolve(message, content=copy.deepcopy(message.content))
+    if isinstance(message, UserMessage | ToolMessage) and isinstance(message.content, list):
+        return attrs.evolve(message, content=list(message.content))
+    return attrs.evolve(message)
+
+
+def _text_message(message_id: str, role: str, name: str | None, owner: str | None) -> Message:
+    if role == TextMessageRole.USER:
+        return UserMessage(id=message_id, content="", name=name, subagent_run_id=owner)
+    if role == TextMessageRole.SYSTEM:
+        return SystemMessage(id=message_id, content="", name=name, subagent_run_id=owner)
+    if role == TextMessageRole.DEVELOPER:
+        return DeveloperMessage(id=message_id, content="", name=name, subagent_run_id=owner)
+    return AssistantMessage(id=message_id, content="", name=name, subagent_run_id=owner)
+
+
+class Applier:
+    """
+    The materialised view of a stream.
+
+    Args:
+        messages: A conversation to start from (copied; typically the client's history).
+        state: A state document to start from (copied).  Defaults to ``{}``, so the first
+            ``STATE_DELTA`` has something to patch.
+        on_warning: Receives ``(code, message)`` when an event is skipped rather than
+            applied (a delta for an activity that does not exist, text for an activity).
+    """
+
+    def __init__(
+        self,
+        messages: Iterable[Message] = (),
+        state: Any = _UNSET,
+        *,
+        on_warning: WarningSink | None = None,
+    ) -> None:
+        self.on_warning: WarningSink = on_warning or _quiet
+        self._messages: list[Message] = []
+        self._pos: dict[str, int] = {}
+        self._text: dict[str, list[str]] = {}
+        self._dirty_text: set[str] = set()
+        self._calls: dict[str, ToolCall] = {}
+        self._call_owner: dict[str, str] = {}
+        self._args: dict[str, list[str]] = {}
+        self._dirty_args: set[str] = set()
+        self._open_reasoning: set[str] = set()
+        self._thinking: str | None = None
+        self._thinking_count = 0
+        self._state: Any = {} if state is _UNSET else copy.deepcopy(state)
+        self._thread_id: str | None = None
+        self._run_id: str | None = None
+        self._interrupts: list[Interrupt] = []
+        self._subagents: list[Subagent] = []
+        self._subagent_pos: dict[str, int] = {}
+        self._chunks: ChunkNormalizer | None = None
+        self._view: list[Message] | None = None
+        for message in messages:
+            self._append(_own(message))
+
+    # ---- reading --------------------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[Message]:
+        """
+        The conversation, oldest first, text and arguments materialised.
+
+        The list is shared until the next structural change (a message added, removed or
+        moved); treat it as read-only.
+        """
+        self._flush()
+        if self._view is None:
+            self._view = list(self._messages)
+        return self._view
+
+    def message(self, message_id: str) -> Message | None:
+        """The message with this id, materialised, or ``None``."""
+        index = self._pos.get(message_id)
+        if index is None:
+            return None
+        self._flush_message(message_id)
+        message = self._messages[index]
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            for call in message.tool_calls:
+                self._flush_args(call.id)
+        return message
+
+    def text_of(self, message_id: str) -> str | None:
+        """
+        The text of a message: its content for the text roles, the concatenated text parts
+        of a multimodal user or tool message, ``None`` for an activity or an unknown id.
+        """
+        message = self.message(message_id)
+        if message is None or isinstance(message, ActivityMessage):
+            return None
+        content = message.content
+        if content is None or isinstance(content, str):
+            return content
+        return "".join(part.text for part in content if isinstance(part, TextPart))
+
+    @property
+    def state(self) -> Any:
+        """The application state: any JSON value; snapshots replace it, deltas patch it."""
+        return self._state
+
+    def state_as(self, cls: type[T]) -> T:
+        """
+        Structure the state into a caller's attrs class (or any type cattrs handles).
+
+        Raises:
+            WireFormatError: the state does not fit ``cls``.
+        """
+        try:
+            return _USER_CONVERTER.structure(self._state, cls)
+        except Exception as exc:
+            detail = (
+                "; ".join(cattrs.transform_error(exc))
+                if isinstance(exc, cattrs.BaseValidationError)
+                else f"{type(exc).__name__}: {exc}"
+            )
+            raise WireFormatError(getattr(cls, "__name__", str(cls)), "", detail) from exc
+
+    @property
+    def reasoning(self) -> list[ReasoningMessage]:
+        """The reasoning messages alone, in transcript order, for a separate pane."""
+        return [m for m in self.messages if isinstance(m, ReasoningMessage)]
+
+    @property
+    def subagents(self) -> list[Subagent]:
+        """Every subagent invocation announced (or closed), in announcement order."""
+        return list(self._subagents)
+
+    def subagent(self, run_id: str) -> Subagent | None:
+        """One subagent invocation, by its ``subagentRunId``."""
+        index = self._subagent_pos.get(run_id)
+        return None if index is None else self._subagents[index]
+
+    @property
+    def interrupts(self) -> list[Interrupt]:
+        """The interrupts the last ``RUN_FINISHED`` paused on; cleared by ``RUN_STARTED``."""
+        return list(self._interrupts)
+
+    @property
+    def thread_id(self) -> str | None:
+        """The thread of the last ``RUN_STARTED``."""
+        return self._thread_id
+
+    @property
+    def run_id(self) -> str | None:
+        """The run id of the last ``RUN_STARTED``."""
+        return self._run_id
+
+    # ---- applying -------------------------------------------------------------------------
+
+    def apply(self, event: Event) -> Changed:
+        """
+        Apply one event and report what it changed.
+
+        Chunk events are accepted too, expanded by a private
+        :class:`~aguikit.chunks.ChunkNormalizer`; the :class:`Changed` of the last expanded
+        event is returned, so drivers that care about every row should normalize first (as
+        :class:`~aguikit.session.Session` does).
+
+        Raises:
+            PatchError: a ``STATE_DELTA`` or ``ACTIVITY_DELTA`` did not apply; nothing
+                changed.
+            ProtocolError: a chunk could not be resolved (see :mod:`aguikit.chunks`).
+        """
+        handler = _APPLY.get(event.type)
+        if handler is None:
+            return NOTHING
+        return handler(self, event)
+
+    # ---- messages -------------------------------------------------------------------------
+
+    def _append(self, message: Message) -> int:
+        index = len(self._messages)
+        self._messages.append(message)
+        self._pos[message.id] = index
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            for call in message.tool_calls:
+                self._calls[call.id] = call
+                self._call_owner[call.id] = message.id
+        self._view = None
+        return index
+
+    def _flush(self) -> None:
+        for message_id in self._dirty_text:
+            self._materialise(message_id)
+        self._dirty_text.clear()
+        for call_id in self._dirty_args:
+            self._materialise_args(call_id)
+        self._dirty_args.clear()
+
+    def _flush_message(self, message_id: str) -> None:
+        if message_id in self._dirty_text:
+            self._dirty_text.discard(message_id)
+            self._materialise(message_id)
+
+    def _flush_args(self, call_id: str) -> None:
+        if call_id in self._dirty_args:
+            self._dirty_args.discard(call_id)
+            self._materialise_args(call_id)
+
+    def _materialise(self, message_id: str) -> None:
+        pieces = self._text.get(message_id)
+        index = self._pos.get(message_id)
+        if pieces is None or index is None:
+            return
+        text = "".join(pieces)
+        pieces.clear()
+        pieces.append(text)
+        message = self._messages[index]
+        if isinstance(message, UserMessage | ToolMessage) and isinstance(message.content, list):
+            return  # multimodal content is appended to directly, never buffered
+        if not isinstance(message, ActivityMessage):
+            message.content = text
+
+    def _materialise_args(self, call_id: str) -> None:
+        pieces = self._args.get(call_id)
+        call = self._calls.get(call_id)
+        if pieces is None or call is None:
+            return
+        text = "".join(pieces)
+        pieces.clear()
+        pieces.append(text)
+        call.function.arguments = text
+
+    def _change(self, what: What, kind: ChangeKind, message_id: str, **more: Any) -> Changed:
+        return Changed(what, kind, message_id, self._pos.get(message_id), **more)
+
+    def _what(self, message_id: str) -> What:
+        index = self._pos.get(message_id)
+        if index is not None and isinstance(self._messages[index], ReasoningMessage):
+            return What.REASONING
+        return What.MESSAGES
+
+    def _merge_into_message(self, message_id: str, metadata: Mapping[str, Any] | None) -> None:
+        if metadata:
+            index = self._pos.get(message_id)
+            if index is not None:
+                message = self._messages[index]
+                message.metadata = _merge_metadata(message.metadata, metadata)
+
+    def _text_start(self, event: Any) -> Changed:
+        message_id: str = event.message_id
+        index = self._pos.get(message_id)
+        if index is None:
+            role = TextMessageRole.ASSISTANT if event.role is None else event.role
+            self._append(_text_message(message_id, role, event.name, event.subagent_run_id))
+            self._text[message_id] = [""]
+        elif isinstance(self._messages[index], ActivityMessage):
+            self.on_warning(
+                "id-collision",
+                f"TEXT_MESSAGE_START: message '{message_id}' is an activity; text for it is "
+                "dropped (message ids are unique across a conversation).",
+            )
+            return NOTHING
+        # Re-opening a known id keeps the message (and its attribution) and appends to it.
+        self._merge_into_message(message_id, event.metadata)
+        return self._change(What.MESSAGES, ChangeKind.STARTED, message_id)
+
+    def _buffer(self, message_id: str) -> list[str] | None:
+        """The fragment list text for ``message_id`` accumulates in, created on demand."""
+        pieces = self._text.get(message_id)
+        if pieces is not None:
+            return pieces
+        message = self._messages[self._pos[message_id]]
+        if isinstance(message, ActivityMessage):
+            return None
+        content = message.content
+        if isinstance(content, list):
+            return None
+        pieces = self._text[message_id] = ["" if content is None else content]
+        return pieces
+
+    def _append_text(self, message_id: str, delta: str) -> bool:
+        pieces = self._buffer(message_id)
+        if pieces is not None:
+            pieces.append(delta)
+            self._dirty_text.add(message_id)
+            return True
+        message = self._messages[self._pos[message_id]]
+        if isinstance(message, UserMessage | ToolMessage) and isinstance(message.content, list):
+            parts = message.content
+            if parts and isinstance(parts[-1], TextPart):
+                parts[-1] = attrs.evolve(parts[-1], text=parts[-1].text + delta)
+            else:
+                parts.append(TextPart(text=delta))
+            return True
+        return False
+
+    def _text_content(self, event: Any) -> Changed:
+        message_id: str = event.message_id
+        if message_id not in self._pos:
+            # Tolerant: an orphan content event opens the message it names.
+            self._append(_text_message(message_id, "assistant", None, event.subagent_run_id))
+            self._text[message_id] = [""]
+        if not self._append_text(message_id, event.delta):
+            self.on_warning(
+                "id-collision",
+                f"{event.type}: message '{message_id}' is an activity; its text is dropped.",
+            )
+            return NOTHING
+        self._merge_into_message(message_id, event.metadata)
+        return Changed(
+            self._what(message_id),
+            ChangeKind.CONTENT,
+            message_id,
+            self._pos[message_id],
+            delta=event.delta,
+        )
+
+    def _text_end(self, event: Any) -> Changed:
+        message_id: str = event.message_id
+        if message_id not in self._pos:
+            return NOTHING
+        self._merge_into_message(message_id, event.metadata)
+        return self._change(What.MESSAGES, ChangeKind.ENDED, message_id)
+
+    def _chunk(self, event: Any) -> Changed:
+        if self._chunks is None:
+            self._chunks = ChunkNormalizer()
+        changed = NOTHING
+        for expanded in self._chunks.normalize(event):
+            changed = self.apply(expanded)
+        return changed
+
+    # ---- tool calls -----------------------------------------------------------------------
+
+    def _tool_start(self, event: Any) -> Changed:
+        call_id: str = event.tool_call_id
+        existing = self._calls.get(call_id)
+        if existing is not None:
+            # Idempotent: a replayed start must not attach the call twice.
+            if existing.function.name != event.tool_call_name:
+                self.on_warning(
+                    "tool-call-renamed",
+                    f"TOOL_CALL_START: tool call '{call_id}' already exists as "
+                    f"'{existing.function.name}'; renamed to '{event.tool_call_name}'.",
+                )
+                existing.function.name = event.tool_call_name
+            existing.metadata = _merge_metadata(existing.metadata, event.metadata)
+            owner = self._call_owner[call_id]
+            return self._change(
+                What.MESSAGES, ChangeKind.TOOL_CALL_STARTED, owner, tool_call_id=call_id
+            )
+        parent_id: str | None = event.parent_message_id
+        index = self._pos.get(parent_id) if parent_id is not None else None
+        if index is not None and isinstance(self._messages[index], AssistantMessage):
+            parent = self._messages[index]
+            assert isinstance(parent, AssistantMessage)
+        else:
+            if index is not None:
+                self.on_warning(
+                    "id-collision",
+                    f"TOOL_CALL_START: parentMessageId '{parent_id}' is not an assistant "
+                    f"message; the call gets a message of its own, '{call_id}'.",
+                )
+            # A call with no (usable) parent belongs to a message of its own, named for the
+            # call; the message takes the call's attribution.
+            new_id = call_id if parent_id is None or index is not None else parent_id
+            parent = AssistantMessage(id=new_id, subagent_run_id=event.subagent_run_id)
+            self._append(parent)
+        call = ToolCall(
+            id=call_id,
+            function=FunctionCall(name=event.tool_call_name, arguments=""),
+            metadata=_merge_metadata(None, event.metadata),
+        )
+        if parent.tool_calls is None:
+            parent.tool_calls = []
+        parent.tool_calls.append(call)
+        self._calls[call_id] = call
+        self._call_owner[call_id] = parent.id
+        self._args[call_id] = [""]
+        return self._change(
+            What.MESSAGES, ChangeKind.TOOL_CALL_STARTED, parent.id, tool_call_id=call_id
+        )
+
+    def _tool_args(self, event: Any) -> Changed:
+        call_id: str = event.tool_call_id
+        call = self._calls.get(call_id)
+        if call is None:
+            self.on_warning(
+                "unknown-tool-call",
+                f"TOOL_CALL_ARGS: no tool call '{call_id}' is known; the fragment is dropped.",
+            )
+            return NOTHING
+        pieces = self._args.get(call_id)
+        if pieces is None:
+            pieces = self._args[call_id] = [call.function.arguments]
+        pieces.append(event.delta)
+        self._dirty_args.add(call_id)
+        if event.metadata:
+            call.metadata = _merge_metadata(call.metadata, event.metadata)
+        owner = self._call_owner[call_id]
+        return Changed(
+            What.MESSAGES,
+            ChangeKind.TOOL_CALL_ARGS,
+            owner,
+            self._pos.get(owner),
+            tool_call_id=call_id,
+            delta=event.delta,
+        )
+
+    def _tool_end(self, event: Any) -> Changed:
+        call_id: str = event.tool_call_id
+        call = self._calls.get(call_id)
+        if call is None:
+            return NOTHING
+        self._flush_args(call_id)
+        call.metadata = _merge_metadata(call.metadata, event.metadata)
+        return self._change(
+            What.MESSAGES,
+            ChangeKind.TOOL_CALL_ENDED,
+            self._call_owner[call_id],
+            tool_call_id=call_id,
+        )
+
+    def _tool_result(self, event: ToolCallResultEvent) -> Changed:
+        message_id = event.message_id
+        content = list(event.content) if isinstance(event.content, list) else event.content
+        index = self._pos.get(message_id)
+        if index is not None and isinstance(self._messages[index], ToolMessage):
+            tool = self._messages[index]
+            assert isinstance(tool, ToolMessage)
+            tool.content = content
+            tool.subagent_run_id = event.subagent_run_id
+            self._text.pop(message_id, None)
+            self._dirty_text.discard(message_id)
+        else:
+            if index is not None:
+                self.on_warning(
+                    "id-collision",
+                    f"TOOL_CALL_RESULT: message '{message_id}' exists and is not a tool "
+                    "message; the result is dropped.",
+                )
+                return NOTHING
+            tool = ToolMessage(
+                id=message_id,
+                content=content,
+                tool_call_id=event.tool_call_id,
+                subagent_run_id=event.subagent_run_id,
+            )
+            self._insert_result(tool)
+        tool.metadata = _merge_metadata(tool.metadata, event.metadata)
+        return self._change(
+            What.MESSAGES, ChangeKind.TOOL_RESULT, message_id, tool_call_id=event.tool_call_id
+        )
+
+    def _insert_result(self, tool: ToolMessage) -> None:
+        """
+        Place a result right after the assistant message that made the call (after any
+        results already recorded for it), as providers require; append when the call is
+        unknown.  Costs the number of messages after the insertion point, which is a few.
+        """
+        owner = self._call_owner.get(tool.tool_call_id)
+        owner_index = self._pos.get(owner) if owner is not None else None
+        if owner_index is None:
+            self._append(tool)
+            return
+        at = owner_index + 1
+        count = len(self._messages)
+        while at < count and isinstance(self._messages[at], ToolMessage):
+            at += 1
+        if at == count:
+            self._append(tool)
+            return
+        self._messages.insert(at, tool)
+        for moved in range(at, count + 1):
+            self._pos[self._messages[moved].id] = moved
+        self._view = None
+
+    # ---- reasoning ------------------------------------------------------------------------
+
+    def _span_start(self, message_id: str) -> Changed:
+        if message_id in self._open_reasoning:
+            return NOTHING
+        self._open_reasoning.add(message_id)
+        return self._change(What.REASONING, ChangeKind.STARTED, message_id)
+
+    def _span_end(self, message_id: str) -> Changed:
+        if message_id not in self._open_reasoning:
+            return NOTHING
+        self._open_reasoning.discard(message_id)
+        return self._change(What.REASONING, ChangeKind.ENDED, message_id)
+
+    def _reasoning_block_start(self, event: Any) -> Changed:
+        return self._span_start(event.message_id)
+
+    def _reasoning_block_end(self, event: Any) -> Changed:
+        return self._span_end(event.message_id)
+
+    def _open_reasoning_message(
+        self, message_id: str, owner: str | None, metadata: Mapping[str, Any] | None
+    ) -> Changed:
+        index = self._pos.get(message_id)
+        created = index is None
+        if index is None:
+            self._append(ReasoningMessage(id=message_id, content="", subagent_run_id=owner))
+            self._text[message_id] = [""]
+        elif isinstance(self._messages[index], ActivityMessage):
+            self.on_warning(
+                "id-collision",
+                f"REASONING_MESSAGE_START: message '{message_id}' is an activity; the "
+                "reasoning is dropped.",
+            )
+            return NOTHING
+        self._merge_into_message(message_id, metadata)
+        started = self._span_start(message_id)
+        if started is NOTHING and created:
+            # The thought already started under a span of the same id; the row is new.
+            return self._change(What.REASONING, ChangeKind.UPDATED, message_id)
+        return started
+
+    def _reasoning_start(self, event: Any) -> Changed:
+        return self._open_reasoning_message(event.message_id, event.subagent_run_id, event.metadata)
+
+    def _reasoning_content(self, event: Any) -> Changed:
+        message_id: str = event.message_id
+        if message_id not in self._pos:
+            self._open_reasoning_message(message_id, event.subagent_run_id, None)
+        return self._text_content(event)
+
+    def _reasoning_end(self, event: Any) -> Changed:
+        message_id: str = event.message_id
+        self._merge_into_message(message_id, event.metadata)
+        return self._span_end(message_id)
+
+    def _thinking_id(self, mint: bool) -> str:
+        if mint or self._thinking is None:
+            self._thinking_count += 1
+            self._thinking = f"thinking-{self._thinking_count}"
+        return self._thinking
+
+    def _thinking_start(self, event: Any) -> Changed:
+        return self._span_start(self._thinking_id(mint=True))
+
+    def _thinking_message_start(self, event: Any) -> Changed:
+        return self._open_reasoning_message(self._thinking_id(mint=False), None, event.metadata)
+
+    def _thinking_content(self, event: Any) -> Changed:
+        message_id = self._thinking_id(mint=False)
+        if message_id not in self._pos:
+            self._open_reasoning_message(message_id, None, None)
+        self._append_text(message_id, event.delta)
+        return self._change(What.REASONING, ChangeKind.CONTENT, message_id, delta=event.delta)
+
+    def _thinking_end(self, event: Any) -> Changed:
+        if self._thinking is None:
+            return NOTHING
+        changed = self._span_end(self._thinking)
+        if event.type == "THINKING_END":
+            self._thinking = None
+        return changed
+
+    def _encrypted_value(self, event: ReasoningEncryptedValueEvent) -> Changed:
+        entity = event.entity_id
+        if event.subtype == "tool-call":
+            call = self._calls.get(entity)
+            if call is None:
+                return NOTHING
+            call.encrypted_value = event.encrypted_value
+            return self._change(
+                What.MESSAGES,
+                ChangeKind.ENCRYPTED_VALUE,
+                self._call_owner[entity],
+                tool_call_id=entity,
+            )
+        index = self._pos.get(entity)
+        if index is None:
+            return NOTHING  # an entity this consumer does not know: tolerated
+        message = self._messages[index]
+        if isinstance(message, ActivityMessage):
+            return NOTHING
+        message.encrypted_value = event.encrypted_value
+        return self._change(self._what(entity), ChangeKind.ENCRYPTED_VALUE, entity)
+
+    # ---- activities -----------------------------------------------------------------------
+
+    def _activity_snapshot(self, event: ActivitySnapshotEvent) -> Changed:
+        message_id = event.message_id
+        index = self._pos.get(message_id)
+        replace = event.replace is None or event.replace
+        if index is None:
+            target = ActivityMessage(
+                id=message_id,
+                activity_type=event.activity_type,
+                content=copy.deepcopy(event.content),
+                subagent_run_id=event.subagent_run_id,
+            )
+            self._append(target)
+        else:
+            existing = self._messages[index]
+            if isinstance(existing, ActivityMessage):
+                target = existing
+                if replace:
+                    # A replacing snapshot re-mints the activity, attribution included;
+                    # the metadata accumulated so far is kept.
+                    target.activity_type = event.activity_type
+                    target.content = copy.deepcopy(event.content)
+                    target.subagent_run_id = event.subagent_run_id
+                # replace: false leaves an existing activity exactly as it stands.
+            elif replace:
+                target = ActivityMessage(
+                    id=message_id,
+                    activity_type=event.activity_type,
+                    content=copy.deepcopy(event.content),
+                    subagent_run_id=event.subagent_run_id,
+                )
+                self._messages[index] = target
+                self._text.pop(message_id, None)
+                self._dirty_text.discard(message_id)
+                self._view = None
+            else:
+                return NOTHING
+        target.metadata = _merge_metadata(target.metadata, event.metadata)
+        return self._change(What.ACTIVITY, ChangeKind.UPDATED, message_id)
+
+    def _activity_delta(self, event: ActivityDeltaEvent) -> Changed:
+        message_id = event.message_id
+        index = self._pos.get(message_id)
+        if index is None:
+            self.on_warning(
+                "activity-missing",
+                f"ACTIVITY_DELTA for '{message_id}', an activity that was never created; skipped.",
+            )
+            return NOTHING
+        activity = self._messages[index]
+        if not isinstance(activity, ActivityMessage):
+            self.on_warning(
+                "activity-missing",
+                f"ACTIVITY_DELTA for '{message_id}', which is not an activity message; skipped.",
+            )
+            return NOTHING
+        target = f"activity '{message_id}'"
+        operations = _operations(event.patch)
+        if any(op.get("path") == "" for op in operations):
+            # A whole-document operation could leave something that is not an object; try
+            # it on a copy so the activity never holds anything else.
+            content = apply_patch(copy.deepcopy(activity.content), operations, target)
+        else:
+            content = apply_patch(activity.content, operations, target)
+        if not isinstance(content, dict):
+            raise PatchError(
+                target,
+                f"the patch replaced the content with {type(content).__name__}, not an object",
+            )
+        activity.content = content
+        activity.activity_type = event.activity_type
+        activity.metadata = _merge_metadata(activity.metadata, event.metadata)
+        return self._change(What.ACTIVITY, ChangeKind.PATCHED, message_id)
+
+    # ---- state, snapshots -----------------------------------------------------------------
+
+    def _state_snapshot(self, event: Any) -> Changed:
+        # Any JSON value, falsy and null included, replaces the state wholesale.
+        self._state = copy.deepcopy(event.snapshot)
+        return Changed(What.STATE, ChangeKind.SNAPSHOT)
+
+    def _state_delta(self, event: Any) -> Changed:
+        self._state = apply_patch(self._state, event.delta, "state")
+        return Changed(What.STATE, ChangeKind.PATCHED)
+
+    def _messages_snapshot(self, event: MessagesSnapshotEvent) -> Changed:
+        """
+        A snapshot is an edit, not a replacement: the order the client already has wins for
+        every id the snapshot also carries, messages it omits are dropped, and it appends
+        what it adds.  Activity and reasoning survive a snapshot that carries none of their
+        kind, because a backend that never tracks them cannot list them; a snapshot that
+        does carry some declares the whole set of that kind.
+        """
+        self._flush()
+        incoming = {m.id: m for m in event.messages}
+        has_activity = any(isinstance(m, ActivityMessage) for m in event.messages)
+        has_reasoning = any(isinstance(m, ReasoningMessage) for m in event.messages)
+        kept: list[Message] = []
+        seen: set[str] = set()
+        for message in self._messages:
+            replacement = incoming.get(message.id)
+            if replacement is not None:
+                kept.append(_own(replacement))
+                seen.add(message.id)
+            elif (isinstance(message, ActivityMessage) and not has_activity) or (
+                isinstance(message, ReasoningMessage) and not has_reasoning
+            ):
+                kept.append(message)
+        for message in event.messages:
+            if message.id not in seen:
+                seen.add(message.id)
+                kept.append(_own(message))
+        survivors = {m.id for m in kept}
+        local = {id(m) for m in self._messages}
+        self._messages = []
+        self._pos = {}
+        self._calls = {}
+        self._call_owner = {}
+        for message in kept:
+            if id(message) not in local:
+                self._text.pop(message.id, None)
+                if isinstance(message, AssistantMessage) and message.tool_calls:
+                    for call in message.tool_calls:
+                        self._args.pop(call.id, None)
+            self._append(message)
+        for gone in [key for key in self._text if key not in survivors]:
+            del self._text[gone]
+        for gone in [key for key in self._args if key not in self._calls]:
+            del self._args[gone]
+        return Changed(What.MESSAGES, ChangeKind.REPLACED)
+
+    # ---- run, subagents -------------------------------------------------------------------
+
+    def _run_started(self, event: RunStartedEvent) -> Changed:
+        self._thread_id = event.thread_id
+        self._run_id = event.run_id
+        self._interrupts = []
+        if event.input is not None:
+            for message in event.input.messages:
+                if message.id not in self._pos:
+                    self._append(_own(message))
+        return Changed(What.RUN, ChangeKind.RUN_STARTED)
+
+    def _run_finished(self, event: RunFinishedEvent) -> Changed:
+        outcome = event.outcome
+        self._interrupts = (
+            list(outcome.interrupts) if isinstance(outcome, RunFinishedInterruptOutcome) else []
+        )
+        return Changed(What.RUN, ChangeKind.RUN_FINISHED)
+
+    def _run_error(self, event: Any) -> Changed:
+        return Changed(What.RUN, ChangeKind.RUN_ERROR)
+
+    def _subagent_change(self, index: int, kind: ChangeKind) -> Changed:
+        return Changed(
+            What.SUBAGENTS, kind, index=index, subagent_run_id=self._subagents[index].run_id
+        )
+
+    def _subagent_index(self, run_id: str) -> int:
+        index = self._subagent_pos.get(run_id)
+        if index is None:
+            # Closed without being announced: tolerated, and a view still wants a row.
+            index = len(self._subagents)
+            self._subagents.append(Subagent(run_id=run_id, name=run_id))
+            self._subagent_pos[run_id] = index
+        return index
+
+    def _subagent_started(self, event: SubagentStartedEvent) -> Changed:
+        run_id = event.subagent_run_id
+        index = self._subagent_pos.get(run_id)
+        if index is not None:
+            previous = self._subagents[index]
+            kind = (
+                ChangeKind.RESUMED
+                if previous.status is SubagentStatus.SUSPENDED
+                else ChangeKind.STARTED
+            )
+            self._subagents[index] = attrs.evolve(
+                previous,
+                name=event.name,
+                status=SubagentStatus.RUNNING,
+                description=event.description or previous.description,
+                parent_subagent_run_id=event.parent_subagent_run_id
+                or previous.parent_subagent_run_id,
+                parent_tool_call_id=event.parent_tool_call_id or previous.parent_tool_call_id,
+                parent_message_id=event.parent_message_id or previous.parent_message_id,
+            )
+            return self._subagent_change(index, kind)
+        index = len(self._subagents)
+        self._subagents.append(
+            Subagent(
+                run_id=run_id,
+                name=event.name,
+                description=event.description,
+                parent_subagent_run_id=event.parent_subagent_run_id,
+                parent_tool_call_id=event.parent_tool_call_id,
+                parent_message_id=event.parent_message_id,
+            )
+        )
+        self._subagent_pos[run_id] = index
+        return self._subagent_change(index, ChangeKind.STARTED)
+
+    def _subagent_finished(self, event: SubagentFinishedEvent) -> Changed:
+        index = self._subagent_index(event.subagent_run_id)
+        previous = self._subagents[index]
+        if isinstance(event.outcome, SubagentFinishedSuspendedOutcome):
+            self._subagents[index] = attrs.evolve(
+                previous,
+                status=SubagentStatus.SUSPENDED,
+                result=event.result,
+                interrupt_ids=tuple(event.outcome.interrupt_ids or ()),
+            )
+            return self._subagent_change(index, ChangeKind.SUSPENDED)
+        # Absent means success: the legacy reading.
+        self._subagents[index] = attrs.evolve(
+            previous, status=SubagentStatus.FINISHED, result=event.result
+        )
+        return self._subagent_change(index, ChangeKind.FINISHED)
+
+    def _subagent_error(self, event: SubagentErrorEvent) -> Changed:
+        index = self._subagent_index(event.subagent_run_id)
+        self._subagents[index] = attrs.evolve(
+            self._subagents[index],
+            status=SubagentStatus.FAILED,
+            error_message=event.message,
+            error_code=event.code,
+        )
+        return self._subagent_change(index, ChangeKind.FAILED)
+
+    def _nothing(self, event: Any) -> Changed:
+        return NOTHING
+
+
+_APPLY: Final[Mapping[str, Callable[[Applier, Any], Changed]]] = {
+    "TEXT_MESSAGE_START": Applier._text_start,
+    "TEXT_MESSAGE_CONTENT": Applier._text_content,
+    "TEXT_MESSAGE_END": Applier._text_end,
+    "TEXT_MESSAGE_CHUNK": Applier._chunk,
+    "TOOL_CALL_START": Applier._tool_start,
+    "TOOL_CALL_ARGS": Applier._tool_args,
+    "TOOL_CALL_END": Applier._tool_end,
+    "TOOL_CALL_CHUNK": Applier._chunk,
+    "TOOL_CALL_RESULT": Applier._tool_result,
+    "STATE_SNAPSHOT": Applier._state_snapshot,
+    "STATE_DELTA": Applier._state_delta,
+    "MESSAGES_SNAPSHOT": Applier._messages_snapshot,
+    "ACTIVITY_SNAPSHOT": Applier._activity_snapshot,
+    "ACTIVITY_DELTA": Applier._activity_delta,
+    "RAW": Applier._nothing,
+    "CUSTOM": Applier._nothing,
+    "RUN_STARTED": Applier._run_started,
+    "RUN_FINISHED": Applier._run_finished,
+    "RUN_ERROR": Applier._run_error,
+    "STEP_STARTED": Applier._nothing,
+    "STEP_FINISHED": Applier._nothing,
+    "REASONING_START": Applier._reasoning_block_start,
+    "REASONING_MESSAGE_START": Applier._reasoning_start,
+    "REASONING_MESSAGE_CONTENT": Applier._reasoning_content,
+    "REASONING_MESSAGE_END": Applier._reasoning_end,
+    "REASONING_MESSAGE_CHUNK": Applier._chunk,
+    "REASONING_END": Applier._reasoning_block_end,
+    "REASONING_ENCRYPTED_VALUE": Applier._encrypted_value,
+    "SUBAGENT_STARTED": Applier._subagent_started,
+    "SUBAGENT_FINISHED": Applier._subagent_finished,
+    "SUBAGENT_ERROR": Applier._subagent_error,
+    "THINKING_START": Applier._thinking_start,
+    "THINKING_TEXT_MESSAGE_START": Applier._thinking_message_start,
+    "THINKING_TEXT_MESSAGE_CONTENT": Applier._thinking_content,
+    "THINKING_TEXT_MESSAGE_END": Applier._thinking_end,
+    "THINKING_END": Applier._thinking_end,
+}
+"""Every event type, and what applying it does."""

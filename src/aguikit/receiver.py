@@ -1,0 +1,457 @@
+"""
+The receiver's compatibility boundary: what a consumer does with material it does not know.
+
+The schema is exact (every object is closed) because it defines one version of the
+protocol.  A receiver cannot be exact: a newer producer adds fields, union members and
+whole event types, and an unknown field from a newer minor version looks exactly like a
+typo to a validator.  So, before anything downstream sees an event, this boundary applies
+the processing rules of the specification:
+
+* an event whose ``type`` the protocol does not describe is **dropped** with a warning
+  naming the type, and the run survives;
+* an undeclared property on a described object is **stripped** with a warning naming its
+  JSON pointer (``/futureProp``), and the event is delivered without it;
+* an unrecognised member of a discriminated union (an outcome ``{"type": "paused"}``, a
+  content part ``{"type": "hologram"}``, a patch ``{"op": "increment"}``) is removed from
+  its optional slot or its list, with a warning naming the pointer;
+* a **malformed value on a described field stays fatal** (``delta: 42``, an array where the
+  outcome object goes, a role outside the closed set): inventing a reading for it would be
+  data corruption, so :class:`~aguikit.errors.SchemaValidationError` is raised;
+* objects the schema deliberately leaves open (RFC 6902 operations, metadata, activity
+  content, any-JSON values) are data, not unrecognised material, and pass untouched;
+* retired shapes that are still understood are translated, with a warning: the five
+  ``THINKING_*`` events become their ``REASONING_*`` equivalents (ids are minted, because
+  the old events carry none), and the four pre-1.0 optional nulls (``rawEvent``,
+  ``result``, ``parentMessageId``, ``outcome``) become absent;
+* ``RUN_STARTED.protocolVersion`` is compared with the version this consumer speaks: a newer
+  or uninterpretable declaration is served, with a warning; the same or an older one is
+  quiet (older is the ordinary downgrade signal).
+
+A clean stream produces no warning at all: the stripping walk runs only for a document the
+strict schema has already rejected, so the common path costs one validator call.
+
+Deliberately left alone: ordering (the verifier's), chunk expansion (the normalizer's), and
+outgoing requests (the HTTP client's era shims).
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from enum import Enum
+from typing import Any, Final, Literal, get_args, get_origin
+
+import attrs
+
+from ._generated import models
+from ._generated.models import (
+    Event,
+    ReasoningEndEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    ReasoningStartEvent,
+    RunStartedEvent,
+)
+from ._generated.registry import EVENT_CLASSES, PROTOCOL_VERSION
+from .validate import fast_check
+from .validate import validate as validate_definition
+
+__all__ = ["Receiver", "WarningSink", "compare_protocol_versions", "strip_unknown"]
+
+WarningSink = Callable[[str, str], None]
+"""Called with ``(code, message)`` for every warning the boundary raises."""
+
+
+# ---- the stripping plan, derived from the generated classes --------------------------------
+
+
+@attrs.define(eq=False)
+class _Object:
+    closed: bool
+    fields: dict[str, tuple[_Node, bool]] = attrs.field(factory=dict)
+    """Wire name -> (plan of the value, whether the member may be absent)."""
+
+
+@attrs.define(eq=False)
+class _List:
+    element: _Node
+
+
+@attrs.define(eq=False)
+class _Tagged:
+    prop: str
+    members: dict[str, _Object]
+
+
+@attrs.define(eq=False)
+class _Choice:
+    options: tuple[_Node, ...]
+
+
+_Node = _Object | _List | _Tagged | _Choice | None
+"""``None`` is a leaf: scalars, closed string sets and any-JSON values pass through whole."""
+
+_PLANS: dict[type, _Object] = {}
+
+
+def _discriminator(cls: type) -> tuple[str, str] | None:
+    for field in attrs.fields(cls):
+        if field.name in ("type", "role", "op") and isinstance(field.default, str):
+            return field.metadata.get("wire", field.name), field.default
+    return None
+
+
+def _plan_type(annotation: Any) -> _Node:
+    if isinstance(annotation, type) and attrs.has(annotation):
+        return _plan_class(annotation)
+    origin = get_origin(annotation)
+    if origin is list:
+        (element,) = get_args(annotation)
+        return _List(_plan_type(element))
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in get_args(annotation) if a is not type(None)]
+        if len(members) == 1:
+            return _plan_type(members[0])
+        if all(isinstance(m, type) and attrs.has(m) for m in members):
+            tags = [_discriminator(m) for m in members]
+            if all(t is not None for t in tags) and len({t[0] for t in tags if t}) == 1:
+                prop = tags[0][0] if tags[0] else ""
+                return _Tagged(
+                    prop,
+                    {t[1]: _plan_class(m) for t, m in zip(tags, members, strict=True) if t},
+                )
+        return _Choice(tuple(_plan_type(m) for m in members))
+    if origin is Literal or annotation is Any or origin is dict:
+        return None
+    if isinstance(annotation, type) and issubclass(annotation, (str, int, float, bool, Enum)):
+        return None
+    return None
+
+
+def _plan_class(cls: type) -> _Object:
+    plan = _PLANS.get(cls)
+    if plan is not None:
+        return plan
+    plan = _PLANS[cls] = _Object(closed=bool(getattr(cls, "__wire_closed__", True)))
+    hints = typing.get_type_hints(cls, vars(models))
+    for field in attrs.fields(cls):
+        if field.metadata.get("extras"):
+            continue
+        wire = field.metadata.get("wire", field.name)
+        optional = field.default is not attrs.NOTHING
+        plan.fields[wire] = (_plan_type(hints[field.name]), optional)
+    return plan
+
+
+class _Drop:
+    """Marks a value that is unrecognisable where it stands, while unwinding."""
+
+
+_DROP: Final = _Drop()
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _strip(value: Any, node: _Node, path: str, removed: list[str]) -> Any:
+    if node is None:
+        return value
+    if isinstance(node, _Object):
+        if not isinstance(value, dict):
+            return value  # a malformed value: the validator's to reject, fatally
+        result: dict[str, Any] = {}
+        for key, member in value.items():
+            where = f"{path}/{_escape(str(key))}"
+            spec = node.fields.get(key)
+            if spec is None:
+                if node.closed:
+                    removed.append(where)
+                else:
+                    result[key] = member
+                continue
+            mark = len(removed)
+            child = _strip(member, spec[0], where, removed)
+            if child is _DROP:
+                # Whatever the descent reported sits inside the value going whole.
+                del removed[mark:]
+                if not spec[1]:
+                    return _DROP  # a required slot: the containing object goes instead
+                removed.append(where)
+                continue
+            result[key] = child
+        return result
+    if isinstance(node, _List):
+        if not isinstance(value, list):
+            return value
+        items: list[Any] = []
+        for index, entry in enumerate(value):
+            mark = len(removed)
+            child = _strip(entry, node.element, f"{path}/{index}", removed)
+            if child is _DROP:
+                del removed[mark:]
+                removed.append(f"{path}/{index}")
+                continue
+            items.append(child)
+        return items
+    if isinstance(node, _Tagged):
+        if not isinstance(value, dict):
+            return value  # an array or scalar in a union slot is malformed, not unknown
+        tag = value.get(node.prop)
+        member_plan = node.members.get(tag) if isinstance(tag, str) else None
+        if member_plan is None:
+            return _DROP
+        return _strip(value, member_plan, path, removed)
+    for option in node.options:
+        if isinstance(value, list) and isinstance(option, _List):
+            return _strip(value, option, path, removed)
+        if isinstance(value, dict) and isinstance(option, _Object | _Tagged):
+            return _strip(value, option, path, removed)
+    return value
+
+
+def strip_unknown(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """
+    Remove what the event's definition does not describe, without judging what it does.
+
+    Args:
+        data: A raw event whose ``type`` is a known event type.
+
+    Returns:
+        The stripped copy and the JSON pointers of everything removed, in document order.
+        A value that is malformed rather than unknown is left in place for the validator.
+    """
+    cls = EVENT_CLASSES[data["type"]]
+    removed: list[str] = []
+    result = _strip(dict(data), _plan_class(cls), "", removed)
+    if isinstance(result, _Drop):  # nothing generated reaches this; let the validator speak
+        return dict(data), []
+    return result, removed
+
+
+# ---- versions --------------------------------------------------------------------------------
+
+_VERSION: Final = re.compile(r"^(\d+)\.(\d+)$")
+
+
+def compare_protocol_versions(declared: str, spoken: str) -> Literal["newer", "not-newer", "?"]:
+    """
+    Judge a producer's declared version against the one this consumer speaks.
+
+    The grammar is exactly ``MAJOR.MINOR``; anything else (``"draft"``, ``"1"``,
+    ``"1.0.0"``) cannot be compared and is handled like a newer version (``"?"``).
+    """
+    match, own = _VERSION.match(declared), _VERSION.match(spoken)
+    if match is None or own is None:
+        return "?"
+    theirs = (int(match[1]), int(match[2]))
+    ours = (int(own[1]), int(own[2]))
+    return "newer" if theirs > ours else "not-newer"
+
+
+# ---- the boundary ----------------------------------------------------------------------------
+
+_LEGACY_NULLS: Final[Mapping[str, tuple[str, ...]]] = {
+    "RUN_FINISHED": ("rawEvent", "result", "outcome"),
+    "SUBAGENT_FINISHED": ("rawEvent", "result"),
+    "TOOL_CALL_START": ("rawEvent", "parentMessageId"),
+    "TOOL_CALL_CHUNK": ("rawEvent", "parentMessageId"),
+}
+"""The optional members pre-1.0 producers sent as ``null``; read as absent, with a warning."""
+
+_THINKING: Final[Mapping[str, str]] = {
+    "THINKING_START": "REASONING_START",
+    "THINKING_TEXT_MESSAGE_START": "REASONING_MESSAGE_START",
+    "THINKING_TEXT_MESSAGE_CONTENT": "REASONING_MESSAGE_CONTENT",
+    "THINKING_TEXT_MESSAGE_END": "REASONING_MESSAGE_END",
+    "THINKING_END": "REASONING_END",
+}
+
+
+def _quiet(code: str, message: str) -> None:
+    """The default sink: warnings are dropped (the session installs a real one)."""
+
+
+class Receiver:
+    """
+    Applies the receiver's processing rules to one stream, an event at a time.
+
+    Args:
+        validate: Check raw dicts against the strict schema (and strip what it does not
+            describe).  ``False`` trusts the input's shape: dicts are parsed without a
+            schema check, and only undeclared top-level members are stripped.
+        protocol_version: The version this consumer speaks, compared with
+            ``RUN_STARTED.protocolVersion``.
+        on_warning: Receives ``(code, message)`` for every warning.
+    """
+
+    __slots__ = (
+        "_checks",
+        "_message_id",
+        "_minted",
+        "_span_id",
+        "_validate",
+        "on_warning",
+        "protocol_version",
+    )
+
+    def __init__(
+        self,
+        *,
+        validate: bool = True,
+        protocol_version: str = PROTOCOL_VERSION,
+        on_warning: WarningSink | None = None,
+    ) -> None:
+        self._validate = validate
+        self.protocol_version = protocol_version
+        self.on_warning: WarningSink = on_warning or _quiet
+        self._checks: dict[str, Callable[[Any], bool]] = {}
+        self._span_id: str | None = None
+        self._message_id: str | None = None
+        self._minted = 0
+
+    def receive(self, item: Event | Mapping[str, Any]) -> Event | None:
+        """
+        Take one event (typed, or a raw wire dict) across the boundary.
+
+        Returns:
+            The event to deliver, or ``None`` when it was dropped (an unknown type).
+
+        Raises:
+            SchemaValidationError: a described field is malformed.
+            UnknownEventTypeError: the document has no ``type`` string at all.
+            WireFormatError: the document could not be turned into its typed event.
+        """
+        if isinstance(item, Mapping):
+            event = self._from_wire(item)
+            if event is None:
+                return None
+        else:
+            event = item
+            if event.extra_members:
+                for key in event.extra_members:
+                    self._warn_stripped(f"/{_escape(key)}", event.type)
+                event = attrs.evolve(event, extra_members=None)
+        if event.type in _THINKING:
+            return self._translate_thinking(event)
+        if isinstance(event, RunStartedEvent) and event.protocol_version is not None:
+            self._judge_version(event.protocol_version)
+        return event
+
+    def _from_wire(self, data: Mapping[str, Any]) -> Event | None:
+        from .wire import parse_event  # imported late: wire imports the schema machinery
+
+        kind = data.get("type")
+        if isinstance(kind, str) and kind not in EVENT_CLASSES:
+            self.on_warning(
+                "unknown-event",
+                f"Dropping unrecognised event '{kind}': the protocol this consumer speaks "
+                "does not describe it.",
+            )
+            return None
+        if not isinstance(kind, str):
+            return parse_event(data)  # raises UnknownEventTypeError
+        if not self._validate:
+            event = parse_event(data, check=False)
+            if event.extra_members:
+                for key in event.extra_members:
+                    self._warn_stripped(f"/{_escape(key)}", kind)
+                event = attrs.evolve(event, extra_members=None)
+            return event
+        check = self._checks.get(kind)
+        if check is None:
+            check = self._checks[kind] = fast_check(EVENT_CLASSES[kind].__name__, strict=True)
+        if check(data):
+            return parse_event(data, check=False)
+        cleaned = dict(data)
+        for member in _LEGACY_NULLS.get(kind, ("rawEvent",)):
+            if member in cleaned and cleaned[member] is None:
+                del cleaned[member]
+                self.on_warning(
+                    "legacy-null",
+                    f"Reading {kind}.{member}: null, a pre-1.0 shape, as an absent member.",
+                )
+        cleaned, removed = strip_unknown(cleaned)
+        for pointer in removed:
+            self._warn_stripped(pointer, kind)
+        validate_definition(cleaned, EVENT_CLASSES[kind].__name__, strict=True)
+        return parse_event(cleaned, check=False)
+
+    def _warn_stripped(self, pointer: str, kind: str) -> None:
+        self.on_warning(
+            "unknown-member",
+            f"Removed unrecognised material at '{pointer}' on {kind}: the protocol this "
+            "consumer speaks does not describe it.",
+        )
+
+    def _judge_version(self, declared: str) -> None:
+        if declared == self.protocol_version:
+            return
+        verdict = compare_protocol_versions(declared, self.protocol_version)
+        if verdict == "?":
+            self.on_warning(
+                "protocol-version-uninterpretable",
+                f"The producer declared protocol version '{declared}', which this consumer "
+                f"cannot interpret; proceeding as for a newer version than "
+                f"{self.protocol_version}.",
+            )
+        elif verdict == "newer":
+            self.on_warning(
+                "protocol-version-newer",
+                f"The producer speaks protocol {declared}; this consumer speaks "
+                f"{self.protocol_version}. Unrecognised material will be stripped with "
+                "warnings.",
+            )
+
+    def _mint(self, what: str) -> str:
+        self._minted += 1
+        return f"thinking-{what}-{self._minted}"
+
+    def _continuation(self, established: str | None, kind: str) -> str:
+        if established is not None:
+            return established
+        minted = self._mint("message")
+        self.on_warning(
+            "minted-id",
+            f"Minting messageId '{minted}' for {kind}: no THINKING opener preceded it, so "
+            "the id is this consumer's invention and verification will reject it.",
+        )
+        return minted
+
+    def _translate_thinking(self, event: Event) -> Event:
+        kind = event.type
+        self.on_warning(
+            "deprecated-event",
+            f"Converting deprecated {kind} to {_THINKING[kind]}.",
+        )
+        base: dict[str, Any] = {
+            "timestamp": event.timestamp,
+            "raw_event": event.raw_event,
+            "metadata": event.metadata,
+        }
+        if isinstance(event, models.ThinkingStartEvent):
+            if event.title is not None:
+                self.on_warning(
+                    "lossy-translation",
+                    f"Dropping THINKING_START.title {event.title!r}: REASONING_START has no "
+                    "title field.",
+                )
+            self._span_id = self._mint("span")
+            return ReasoningStartEvent(message_id=self._span_id, **base)
+        if isinstance(event, models.ThinkingTextMessageStartEvent):
+            self._message_id = self._mint("message")
+            return ReasoningMessageStartEvent(message_id=self._message_id, **base)
+        if isinstance(event, models.ThinkingTextMessageContentEvent):
+            message_id = self._continuation(self._message_id, kind)
+            self._message_id = message_id
+            return ReasoningMessageContentEvent(message_id=message_id, delta=event.delta, **base)
+        if isinstance(event, models.ThinkingTextMessageEndEvent):
+            message_id = self._continuation(self._message_id, kind)
+            self._message_id = None
+            return ReasoningMessageEndEvent(message_id=message_id, **base)
+        span_id = self._span_id if self._span_id is not None else self._mint("span")
+        self._span_id = None
+        return ReasoningEndEvent(message_id=span_id, **base)

@@ -1,0 +1,30 @@
+"""
+Suite-wide configuration: the hypothesis profiles.
+
+``ci`` (the default) keeps the whole suite to seconds: few examples per property, no
+deadline (the first example of a strategy pays for building it, which is not the code under
+test).  ``thorough`` is for a nightly or a pre-release run: many examples, still no
+deadline.  Pick one with ``HYPOTHESIS_PROFILE=thorough``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
+settings.register_profile(
+    "thorough",
+    max_examples=1000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -1,0 +1,190 @@
+"""Tests for :mod:`aguikit.session`: the whole consumer pipeline behind one call."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from aguikit.apply import ChangeKind, What
+from aguikit.errors import (
+    PatchError,
+    ProtocolError,
+    SchemaValidationError,
+    TruncatedStreamError,
+)
+from aguikit.models import RunStartedEvent, TextMessageChunkEvent
+from aguikit.session import Session, SessionWarning
+
+START: dict[str, Any] = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+FINISH: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
+
+
+def text(message_id: str, *deltas: str) -> list[dict[str, Any]]:
+    return [
+        {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
+        *({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": d} for d in deltas),
+        {"type": "TEXT_MESSAGE_END", "messageId": message_id},
+    ]
+
+
+def test_a_clean_stream_of_dicts_builds_messages_and_warns_nothing() -> None:
+    """Raw wire dicts in, materialised messages out, silence."""
+    session = Session()
+    session.feed_all([START, *text("m1", "Hello, ", "world"), FINISH])
+    session.finish()
+
+    assert "Hello, world" == session.messages[0].content
+    assert [] == session.warnings
+
+
+def test_feed_returns_what_each_delivered_event_changed() -> None:
+    """A chunk expands into two events, so feed reports two changes."""
+    session = Session()
+    session.feed(START)
+    changes = session.feed(TextMessageChunkEvent(message_id="m", delta="x"))
+
+    assert [ChangeKind.STARTED, ChangeKind.CONTENT] == [c.kind for c in changes]
+    assert {What.MESSAGES} == {c.what for c in changes}
+
+
+def test_delivered_holds_the_events_after_the_boundary_and_chunk_expansion() -> None:
+    """What a subscriber sees: explicit events, with the undeclared member stripped."""
+    session = Session()
+    session.feed(START)
+    session.feed({"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "x", "later": 1})
+    session.feed(FINISH)
+
+    assert [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ] == [e.type for e in session.delivered]
+    assert all(e.extra_members is None for e in session.delivered)
+
+
+def test_warnings_are_records_with_the_input_index_and_go_to_the_aguikit_logger(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Never printed: logged on ``aguikit`` and kept as SessionWarning records."""
+    session = Session()
+    with caplog.at_level(logging.WARNING, logger="aguikit"):
+        session.feed(START)
+        session.feed({"type": "FUTURE_EVENT", "x": 1})
+
+    (warning,) = session.warnings
+    assert isinstance(warning, SessionWarning)
+    assert ("unknown-event", 1) == (warning.code, warning.event_index)
+    assert "FUTURE_EVENT" in warning.message
+    assert any("FUTURE_EVENT" in record.getMessage() for record in caplog.records)
+
+
+def test_a_malformed_known_field_is_fatal_with_its_index_and_changes_nothing() -> None:
+    """The error is typed, names the input, and the conversation is as it was."""
+    session = Session()
+    session.feed_all([START, *text("m1", "kept")[:2]])
+
+    with pytest.raises(SchemaValidationError) as caught:
+        session.feed({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": 42})
+    assert 3 == caught.value.event_index
+    assert "kept" == session.messages[0].content
+
+
+def test_a_protocol_violation_inside_an_expanded_chunk_applies_none_of_it() -> None:
+    """Everything one input expands into is verified before any of it is applied."""
+    session = Session()
+    session.feed(START)
+    session.feed({"type": "SUBAGENT_STARTED", "subagentRunId": "s1", "name": "helper"})
+    session.feed({"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "delta": "a"})
+
+    with pytest.raises(ProtocolError) as caught:
+        # Expands to the end m1 is owed (legal) and a run end with s1 still active (not).
+        session.feed(FINISH)
+    assert 3 == caught.value.event_index
+    assert "TEXT_MESSAGE_END" not in [e.type for e in session.delivered]
+    assert "a" == session.messages[0].content
+
+
+def test_after_a_fatal_error_the_session_stays_readable_and_refuses_more_input() -> None:
+    """The error is kept and raised again; reading still works."""
+    session = Session()
+    session.feed_all([START, *text("m1", "x")])
+    with pytest.raises(ProtocolError) as caught:
+        session.feed({"type": "TEXT_MESSAGE_CONTENT", "messageId": "nope", "delta": "y"})
+
+    assert caught.value is session.error
+    with pytest.raises(ProtocolError):
+        session.feed(FINISH)
+    assert "x" == session.messages[0].content
+
+
+def test_an_unappliable_state_delta_is_a_warning_and_the_state_stays() -> None:
+    """The corpus's rule: warn, apply nothing, keep the run."""
+    session = Session()
+    session.feed_all(
+        [
+            START,
+            {"type": "STATE_SNAPSHOT", "snapshot": {"a": 1}},
+            {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/b"}]},
+            FINISH,
+        ]
+    )
+    session.finish()
+
+    assert {"a": 1} == session.state
+    assert "Failed to apply state patch" in session.warnings[0].message
+    assert "STATE_DELTA" in [e.type for e in session.delivered]
+
+
+def test_patch_errors_can_be_raised_instead_and_still_change_nothing() -> None:
+    """``patch_errors="raise"`` surfaces the PatchError with its index."""
+    session = Session(patch_errors="raise")
+    session.feed_all([START, {"type": "STATE_SNAPSHOT", "snapshot": {"a": 1}}])
+
+    with pytest.raises(PatchError) as caught:
+        session.feed({"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/b"}]})
+    assert (2, 0) == (caught.value.event_index, caught.value.op_index)
+    assert {"a": 1} == session.state
+
+
+def test_finish_closes_open_chunk_streams_and_reports_a_truncated_run() -> None:
+    """A run with no terminal has no outcome: finish raises, the message is kept."""
+    session = Session()
+    session.feed(START)
+    session.feed({"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "half"})
+
+    with pytest.raises(TruncatedStreamError, match="ended without a terminal event"):
+        session.finish()
+    assert "half" == session.messages[0].content
+    assert "TEXT_MESSAGE_END" == session.delivered[-1].type
+
+
+def test_a_session_without_verification_applies_an_orphan_tolerantly() -> None:
+    """verify=False leaves the applier's tolerance in charge."""
+    session = Session(verify=False)
+    session.feed({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "orphan"})
+
+    assert "orphan" == session.messages[0].content
+
+
+def test_typed_events_and_starting_state_are_accepted() -> None:
+    """Typed events skip schema validation; thread and run ids are exposed."""
+    session = Session(state={"n": 0})
+    session.feed(RunStartedEvent(thread_id="t", run_id="r"))
+
+    assert ({"n": 0}, "t", "r") == (session.state, session.thread_id, session.run_id)
+    assert [] == session.subagents
+    assert [] == session.interrupts
+    assert [] == session.reasoning
+
+
+def test_a_newer_producer_version_is_served_with_a_warning() -> None:
+    """The consumer proceeds and says which versions differ."""
+    session = Session(protocol_version="1.0")
+    session.feed({**START, "protocolVersion": "1.1"})
+
+    assert "protocol-version-newer" == session.warnings[0].code
+    assert "1.1" in session.warnings[0].message
