@@ -121,6 +121,7 @@ class Session:
         self._raise_patch_errors = patch_errors == "raise"
         self._keep = keep_delivered
         self._delivered: list[Event] = []
+        self._last: list[Event] = []
         self._error: AguiError | None = None
         self._finished = False
 
@@ -212,6 +213,7 @@ class Session:
         index = self._index
         self._index = index + 1
         self._current = index
+        self._last = []
         try:
             received = self._receiver.receive(event)
             if received is None:
@@ -264,7 +266,18 @@ class Session:
                 raise
         return changes
 
+    @property
+    def last_delivered(self) -> list[Event]:
+        """
+        The events the latest :meth:`feed` or :meth:`finish` delivered, aligned one to one
+        with the :class:`Changed` records it returned.  Unlike :attr:`delivered` it costs
+        nothing per call and works with ``keep_delivered=False``, which is what a consumer
+        pairing events with changes over a long stream wants.
+        """
+        return self._last
+
     def _apply(self, events: list[Event], index: int | None) -> list[Changed]:
+        self._last = events
         applier = self._applier
         keep = self._keep
         changes: list[Changed] = []

@@ -243,13 +243,30 @@ def _describe(
             yield from _issues(union, error.instance, strict, pointer, depth + 1)
             return
         if error.context:
-            # An undiscriminated choice (text or a list of parts): explain the closest branch.
-            yield from _describe(best_match(error.context), strict, prefix, depth + 1)
+            # An undiscriminated choice (text or a list of parts): explain the branch whose
+            # JSON type the instance has, else the closest one.
+            yield from _describe(best_match(_typed_branch(error)), strict, prefix, depth + 1)
             return
     message = error.message
     if len(message) > 300:
         message = message[:297] + "..."
     yield SchemaIssue(pointer, str(error.validator), message, _pointer(error.absolute_schema_path))
+
+
+def _typed_branch(error: ValidationError) -> list[ValidationError]:
+    """
+    The errors of the one ``oneOf`` branch the instance's JSON type selects, when exactly
+    one branch did not fail on type at its root; otherwise all of them.
+    """
+    branches: dict[Any, list[ValidationError]] = {}
+    for sub in error.context or ():
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    typed = [
+        errors
+        for errors in branches.values()
+        if not any(e.validator == "type" and not e.relative_path for e in errors)
+    ]
+    return typed[0] if len(typed) == 1 else list(error.context or ())
 
 
 @cache

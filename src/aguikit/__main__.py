@@ -1,0 +1,3 @@
+from aguikit.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,244 @@
+"""
+JSON Lines: one event per line, the format recordings, fixtures and log pipelines use.
+
+SSE is what travels over HTTP; JSONL is what people keep.  ``grep``, ``jq -c`` and a
+text editor all work on it, and a recorded run can be replayed into :command:`aguikit
+check` without a server.  The reader is incremental like the SSE decoder (memory bounded
+by the longest line, ``max_line_bytes`` bounding that), ignores blank lines, accepts a
+final line without its newline and a ``\\r`` before the newline, and reports a bad line
+with its 1-based number and the byte offset where it starts.
+
+Deliberately not handled: JSON values spanning several lines (that is not JSONL) and
+anything other than an object per line (an event is an object).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+from typing import IO, TYPE_CHECKING, Any, Final
+
+from ..errors import DecodeError, LimitExceededError
+from ._json import DEFAULT_MAX_DEPTH, loads_object
+from .sse import dumps
+
+if TYPE_CHECKING:
+    from .._generated.models import Event
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "MEDIA_TYPE",
+    "JSONLDecoder",
+    "aiter_jsonl",
+    "encode_line",
+    "iter_jsonl",
+    "write_jsonl",
+]
+
+MEDIA_TYPE: Final = "application/jsonl"
+DEFAULT_MAX_LINE_BYTES: Final = 16 * 1024 * 1024
+"""Longest line accepted, in bytes (setting ``max_line_bytes``)."""
+
+_BOM: Final = b"\xef\xbb\xbf"
+
+
+class JSONLDecoder:
+    """
+    Incremental JSONL reader: :meth:`feed` bytes, :meth:`close` at the end.
+
+    Like :class:`~aguikit.transport.sse.SSEDecoder`, a chunk holding good lines followed by
+    a bad one returns the good ones and raises on the next call.
+
+    Args:
+        source: Names the input in error messages.
+        max_line_bytes: Longest line accepted (:class:`~aguikit.errors.LimitExceededError`).
+        max_depth: Deepest JSON nesting accepted.
+    """
+
+    __slots__ = (
+        "_failed",
+        "_line",
+        "_max",
+        "_max_depth",
+        "_offset",
+        "_pending",
+        "_pending_len",
+        "_started",
+        "source",
+    )
+
+    def __init__(
+        self,
+        *,
+        source: str | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+    ) -> None:
+        self.source = source
+        self._max = max_line_bytes
+        self._max_depth = max_depth
+        self._pending: list[bytes] = []
+        self._pending_len = 0
+        self._offset = 0  # offset of the first byte of the pending line
+        self._line = 0  # lines fully consumed
+        self._started = False
+        self._failed: DecodeError | None = None
+
+    def feed(self, chunk: bytes) -> list[dict[str, Any]]:
+        """
+        Consume the next piece of input; return the objects of the lines it completed.
+
+        Raises:
+            DecodeError: A line is not UTF-8 or not a JSON object (``line``, ``byte_offset``).
+            LimitExceededError: A line is longer than ``max_line_bytes``.
+        """
+        if self._failed is not None:
+            raise self._failed
+        if not chunk:
+            return []
+        last = chunk.rfind(b"\n")
+        if last < 0:
+            self._pending.append(chunk)
+            self._pending_len += len(chunk)
+            if self._pending_len > self._max:
+                self._fail_long(self._pending_len)
+            return []
+        head = chunk[: last + 1]
+        if self._pending:
+            self._pending.append(head)
+            head = b"".join(self._pending)
+            self._pending = []
+        rest = chunk[last + 1 :]
+        self._pending_len = 0
+        out: list[dict[str, Any]] = []
+        try:
+            offset = self._offset
+            for raw in head.split(b"\n")[:-1]:
+                self._one(raw, offset, out)
+                offset += len(raw) + 1
+            self._offset = offset
+            if rest:
+                self._pending.append(rest)
+                self._pending_len = len(rest)
+                if self._pending_len > self._max:
+                    self._fail_long(self._pending_len)
+        except DecodeError as exc:
+            self._failed = exc
+            if out:
+                return out
+            raise
+        return out
+
+    def close(self) -> list[dict[str, Any]]:
+        """
+        End of input: the last line may lack its newline.
+
+        Raises:
+            DecodeError: The last line is not a JSON object, or an earlier error is pending.
+        """
+        if self._failed is not None:
+            raise self._failed
+        out: list[dict[str, Any]] = []
+        if self._pending:
+            raw = b"".join(self._pending)
+            self._pending = []
+            self._pending_len = 0
+            try:
+                self._one(raw, self._offset, out)
+            except DecodeError as exc:
+                self._failed = exc
+                raise
+        return out
+
+    def _fail_long(self, size: int) -> None:
+        raise LimitExceededError(
+            "max_line_bytes",
+            self._max,
+            f"line {self._line + 1} is at least {size} bytes",
+            source=self.source,
+            line=self._line + 1,
+            byte_offset=self._offset,
+        )
+
+    def _one(self, raw: bytes, offset: int, out: list[dict[str, Any]]) -> None:
+        self._line += 1
+        if len(raw) > self._max:
+            self._fail_long(len(raw))
+        if not self._started:
+            self._started = True
+            if raw.startswith(_BOM):
+                raw = raw[len(_BOM) :]
+                offset += len(_BOM)
+        if not raw.strip():
+            return
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DecodeError(
+                f"invalid UTF-8 ({exc.reason}) at byte {offset + exc.start}",
+                source=self.source,
+                line=self._line,
+                byte_offset=offset,
+            ) from None
+        out.append(
+            loads_object(
+                text,
+                max_depth=self._max_depth,
+                source=self.source,
+                line=self._line,
+                byte_offset=offset,
+            )
+        )
+
+
+def iter_jsonl(
+    chunks: Iterable[bytes],
+    *,
+    source: str | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> Iterator[dict[str, Any]]:
+    """
+    Decode JSONL from a synchronous iterable of byte chunks, one object per non-blank line.
+
+    Raises:
+        DecodeError: A bad line, after every good line before it has been yielded.
+    """
+    decoder = JSONLDecoder(source=source, max_line_bytes=max_line_bytes, max_depth=max_depth)
+    for chunk in chunks:
+        yield from decoder.feed(chunk)
+    yield from decoder.close()
+
+
+async def aiter_jsonl(
+    chunks: AsyncIterable[bytes],
+    *,
+    source: str | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> AsyncIterator[dict[str, Any]]:
+    """The asynchronous twin of :func:`iter_jsonl`."""
+    decoder = JSONLDecoder(source=source, max_line_bytes=max_line_bytes, max_depth=max_depth)
+    async for chunk in chunks:
+        for obj in decoder.feed(chunk):
+            yield obj
+    for obj in decoder.close():
+        yield obj
+
+
+def encode_line(event: Event | Mapping[str, Any]) -> str:
+    """One JSONL line for ``event`` (the SDK's compact JSON and ``\\n``)."""
+    return dumps(event) + "\n"
+
+
+def write_jsonl(events: Iterable[Event | Mapping[str, Any]], fp: IO[str]) -> int:
+    """
+    Write ``events`` to a text stream, one per line.
+
+    Returns:
+        How many events were written.
+    """
+    count = 0
+    for event in events:
+        fp.write(encode_line(event))
+        count += 1
+    return count

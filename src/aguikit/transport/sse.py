@@ -1,0 +1,487 @@
+"""
+Server-Sent Events, the transport every AG-UI agent speaks: bytes in, frames out, and back.
+
+A network hands a reader whatever bytes it has, cut wherever the kernel cut them: a frame
+can arrive in forty pieces, a ``\\r\\n`` can be split between two reads, a UTF-8 character
+can straddle them, and a proxy may rewrite line ends or insert keep-alive comments.  The
+WHATWG event-stream rules say exactly what those bytes mean, and :class:`SSEDecoder`
+follows them (LF, CR and CRLF line ends, a leading BOM, comments, multi-line ``data``,
+``event``/``id``/``retry`` fields, one optional space after the colon) incrementally, so a
+reader can start acting on the first event while the agent is still producing the second.
+
+Two choices depart from a browser's ``EventSource`` on purpose, because a browser is a
+forgiving display and aguikit is a checker:
+
+* Bytes that are not UTF-8 are an error with their byte offset, not a silent U+FFFD: a
+  corrupted argument delta must not reach a tool call looking plausible.
+* A stream that ends inside a frame (data but no blank line) is reported as truncated
+  instead of dropped.  Every complete frame before it is still delivered first, because
+  what the agent did say before the connection broke is the most useful part of a
+  post-mortem.
+
+Memory is bounded by the largest frame, and ``max_frame_bytes`` bounds that: a peer that
+never sends a blank line cannot grow the buffer without limit.  Lines are found with
+``bytes.rfind``/``splitlines`` over whole buffers, never byte by byte.
+
+Turning a frame's data into an event object is one small step above (:func:`iter_events`);
+turning that object into a typed event is :mod:`aguikit.wire`'s job, not this module's.
+The encoder at the bottom writes exactly the bytes the official Python SDK's
+``EventEncoder`` writes for the same event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from ..errors import DecodeError, LimitExceededError, WireFormatError
+from ._json import DEFAULT_MAX_DEPTH, loads_object
+
+if TYPE_CHECKING:
+    from .._generated.models import Event
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_BYTES",
+    "MEDIA_TYPE",
+    "Frame",
+    "SSEDecoder",
+    "aiter_events",
+    "aiter_frames",
+    "encode",
+    "encode_bytes",
+    "iter_events",
+    "iter_frames",
+]
+
+MEDIA_TYPE: Final = "text/event-stream"
+"""The media type an AG-UI agent answers with, and a client asks for in ``Accept``."""
+
+DEFAULT_MAX_FRAME_BYTES: Final = 16 * 1024 * 1024
+"""Largest frame accepted, in bytes including line ends (setting ``max_frame_bytes``)."""
+
+_BOM: Final = b"\xef\xbb\xbf"
+_CR: Final = 13
+_COLON: Final = 58
+
+
+@attrs.frozen
+class Frame:
+    """
+    One dispatched event-stream frame.
+
+    ``id`` is the stream's *last event id* when the frame was dispatched (an ``id:`` field
+    persists until another replaces it, as in ``EventSource``); ``retry`` is set only when
+    this frame carried a valid ``retry:`` field.  ``number`` counts dispatched frames from 1
+    (comment-only keep-alives are not frames); ``byte_offset`` is where the frame's first
+    line starts in the stream, counting a leading BOM.
+    """
+
+    data: str
+    event: str | None = None
+    id: str | None = None
+    retry: int | None = None
+    number: int = 0
+    byte_offset: int = 0
+
+
+class SSEDecoder:
+    """
+    Incremental event-stream decoder: :meth:`feed` bytes as they arrive, :meth:`close` at
+    the end of the stream.
+
+    When a chunk holds complete frames followed by an error (bad UTF-8, an oversized
+    frame), :meth:`feed` returns the complete frames and raises the error on the next
+    call, so nothing the peer sent correctly is lost to a later mistake.  After an error
+    the decoder stays failed.
+
+    Args:
+        source: Names the input in error messages (a path, a URL, ``<stdin>``).
+        max_frame_bytes: Largest frame accepted; a longer one raises
+            :class:`~aguikit.errors.LimitExceededError` naming ``max_frame_bytes``.
+    """
+
+    __slots__ = (
+        "_bom",
+        "_data",
+        "_event",
+        "_failed",
+        "_fields_seen",
+        "_frame_bytes",
+        "_frame_start",
+        "_frames",
+        "_last_id",
+        "_max",
+        "_offset",
+        "_pending",
+        "_pending_len",
+        "_retry",
+        "_skip_lf",
+        "source",
+    )
+
+    def __init__(
+        self, *, source: str | None = None, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    ) -> None:
+        self.source = source
+        self._max = max_frame_bytes
+        self._bom: bytes | None = b""  # bytes held while deciding on a BOM; None once decided
+        self._pending: list[bytes] = []  # pieces of the line not yet terminated
+        self._pending_len = 0
+        self._offset = 0  # stream offset of the first byte not yet consumed as a line
+        self._skip_lf = False  # the last chunk ended in CR: a leading LF belongs to it
+        self._data: list[str] = []
+        self._event: str | None = None
+        self._retry: int | None = None
+        self._last_id: str | None = None
+        self._fields_seen = False
+        self._frame_start = -1
+        self._frame_bytes = 0
+        self._frames = 0
+        self._failed: DecodeError | None = None
+
+    @property
+    def frames_decoded(self) -> int:
+        """How many frames have been dispatched so far."""
+        return self._frames
+
+    @property
+    def bytes_consumed(self) -> int:
+        """How many bytes have been fed, including a pending partial line."""
+        return self._offset + self._pending_len + (len(self._bom) if self._bom else 0)
+
+    def feed(self, chunk: bytes) -> list[Frame]:
+        """
+        Consume the next piece of the stream.
+
+        Returns:
+            The frames this chunk completed, in order (often none, sometimes many).
+
+        Raises:
+            DecodeError: A field value is not UTF-8 (or an earlier call recorded an error).
+            LimitExceededError: A frame grew past ``max_frame_bytes``.
+        """
+        if self._failed is not None:
+            raise self._failed
+        if not chunk:
+            return []
+        if self._bom is not None:
+            held = self._bom + chunk
+            if len(held) < len(_BOM) and _BOM.startswith(held):
+                self._bom = held
+                return []
+            self._bom = None
+            if held.startswith(_BOM):
+                held = held[len(_BOM) :]
+                self._offset += len(_BOM)
+            chunk = held
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+                self._offset += 1
+        last = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+        if last < 0:
+            if chunk:
+                self._pending.append(chunk)
+                self._pending_len += len(chunk)
+                self._check_pending()
+            return []
+        rest = chunk[last + 1 :]
+        head = chunk[: last + 1] if rest else chunk
+        if self._pending:
+            self._pending.append(head)
+            head = b"".join(self._pending)
+            self._pending = []
+            self._pending_len = 0
+        self._skip_lf = not rest and chunk[last] == _CR
+        out: list[Frame] = []
+        try:
+            self._lines(head, out)
+            if rest:
+                self._pending.append(rest)
+                self._pending_len = len(rest)
+                self._check_pending()
+        except DecodeError as exc:
+            self._failed = exc
+            if out:
+                return out
+            raise
+        return out
+
+    def close(self) -> list[Frame]:
+        """
+        Signal the end of the stream.
+
+        Returns:
+            Nothing in practice (a frame is dispatched by its blank line, never by EOF);
+            a list for symmetry with :meth:`feed`.
+
+        Raises:
+            DecodeError: The stream ended inside a frame: it has fields but no blank line
+                after them (``frame`` and ``byte_offset`` say which), or an error recorded
+                by :meth:`feed` is still pending.
+        """
+        if self._failed is not None:
+            raise self._failed
+        if self._bom:  # fewer bytes than a BOM, all of them a BOM prefix: a partial line
+            self._pending = [self._bom]
+            self._pending_len = len(self._bom)
+        self._bom = None
+        partial = b"".join(self._pending)
+        unterminated = bool(partial) and partial[0] != _COLON
+        if self._fields_seen or unterminated:
+            start = self._frame_start if self._frame_start >= 0 else self._offset
+            what = "inside a line" if unterminated else "without the blank line that ends it"
+            self._failed = DecodeError(
+                f"stream truncated: frame {self._frames + 1} ended {what}",
+                source=self.source,
+                frame=self._frames + 1,
+                byte_offset=start,
+            )
+            raise self._failed
+        return []
+
+    def _check_pending(self) -> None:
+        if self._frame_bytes + self._pending_len > self._max:
+            self._too_big(self._frame_bytes + self._pending_len)
+
+    def _too_big(self, size: int) -> None:
+        start = self._frame_start if self._frame_start >= 0 else self._offset
+        raise LimitExceededError(
+            "max_frame_bytes",
+            self._max,
+            f"frame {self._frames + 1} is at least {size} bytes",
+            source=self.source,
+            frame=self._frames + 1,
+            byte_offset=start,
+        )
+
+    def _decode(self, raw: bytes, at: int) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DecodeError(
+                f"invalid UTF-8 ({exc.reason})",
+                source=self.source,
+                frame=self._frames + 1,
+                byte_offset=at + exc.start,
+            ) from None
+
+    def _lines(self, block: bytes, out: list[Frame]) -> None:
+        """Interpret ``block``, which ends exactly at a line end, line by line."""
+        offset = self._offset
+        try:
+            for raw in block.splitlines(keepends=True):
+                size = len(raw)
+                line = raw.rstrip(b"\r\n")
+                if not line:
+                    if self._fields_seen or self._frame_start >= 0:
+                        self._dispatch(out)
+                    offset += size
+                    continue
+                if self._frame_start < 0:
+                    self._frame_start = offset
+                self._frame_bytes += size
+                if self._frame_bytes > self._max:
+                    self._too_big(self._frame_bytes)
+                if line[0] != _COLON:
+                    self._field(line, offset)
+                offset += size
+        finally:
+            self._offset = offset
+
+    def _field(self, line: bytes, offset: int) -> None:
+        self._fields_seen = True
+        colon = line.find(b":")
+        if colon < 0:
+            name, value, at = line, b"", offset + len(line)
+        else:
+            name = line[:colon]
+            at = offset + colon + 1
+            value = line[colon + 1 :]
+            if value[:1] == b" ":
+                value = value[1:]
+                at += 1
+        if name == b"data":
+            self._data.append(self._decode(value, at))
+        elif name == b"event":
+            self._event = self._decode(value, at)
+        elif name == b"id":
+            text = self._decode(value, at)
+            if "\x00" not in text:
+                self._last_id = text
+        elif name == b"retry" and value.isdigit():
+            self._retry = int(value)
+        # Any other field name is ignored, as the standard requires.
+
+    def _dispatch(self, out: list[Frame]) -> None:
+        if self._data:
+            self._frames += 1
+            data = self._data[0] if len(self._data) == 1 else "\n".join(self._data)
+            out.append(
+                Frame(
+                    data=data,
+                    event=self._event,
+                    id=self._last_id,
+                    retry=self._retry,
+                    number=self._frames,
+                    byte_offset=self._frame_start,
+                )
+            )
+            self._data = []
+        self._event = None
+        self._retry = None
+        self._fields_seen = False
+        self._frame_start = -1
+        self._frame_bytes = 0
+
+
+def iter_frames(
+    chunks: Iterable[bytes],
+    *,
+    source: str | None = None,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+) -> Iterator[Frame]:
+    """
+    Decode frames from a synchronous iterable of byte chunks (a file read in blocks, an
+    ``httpx`` response's ``iter_bytes()``), yielding each as soon as it is complete.
+
+    Raises:
+        DecodeError: As :meth:`SSEDecoder.feed` and :meth:`SSEDecoder.close`, after every
+            complete frame before the fault has been yielded.
+    """
+    decoder = SSEDecoder(source=source, max_frame_bytes=max_frame_bytes)
+    for chunk in chunks:
+        yield from decoder.feed(chunk)
+    yield from decoder.close()
+
+
+async def aiter_frames(
+    chunks: AsyncIterable[bytes],
+    *,
+    source: str | None = None,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+) -> AsyncIterator[Frame]:
+    """The asynchronous twin of :func:`iter_frames` (for ``aiter_bytes()``)."""
+    decoder = SSEDecoder(source=source, max_frame_bytes=max_frame_bytes)
+    async for chunk in chunks:
+        for frame in decoder.feed(chunk):
+            yield frame
+    for frame in decoder.close():
+        yield frame
+
+
+def frame_object(
+    frame: Frame, *, source: str | None = None, max_depth: int = DEFAULT_MAX_DEPTH
+) -> dict[str, Any]:
+    """
+    Parse one frame's data as the JSON object of an event.
+
+    Raises:
+        DecodeError: The data is not a JSON object; the error names the frame and its
+            byte offset.
+        LimitExceededError: The JSON nests deeper than ``max_depth``.
+    """
+    return loads_object(
+        frame.data,
+        max_depth=max_depth,
+        source=source,
+        frame=frame.number,
+        byte_offset=frame.byte_offset,
+    )
+
+
+def iter_events(
+    chunks: Iterable[bytes],
+    *,
+    source: str | None = None,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> Iterator[dict[str, Any]]:
+    """
+    Decode an event stream into event objects (wire dicts), one per frame.
+
+    Every frame carrying data is parsed, whatever its ``event:`` name, as the official
+    clients do; comment-only frames (keep-alives) are skipped.
+
+    Raises:
+        DecodeError: Framing, UTF-8 or JSON failure, located by frame and byte offset.
+        LimitExceededError: ``max_frame_bytes`` or ``max_depth`` exceeded.
+    """
+    for frame in iter_frames(chunks, source=source, max_frame_bytes=max_frame_bytes):
+        yield frame_object(frame, source=source, max_depth=max_depth)
+
+
+async def aiter_events(
+    chunks: AsyncIterable[bytes],
+    *,
+    source: str | None = None,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> AsyncIterator[dict[str, Any]]:
+    """The asynchronous twin of :func:`iter_events`."""
+    async for frame in aiter_frames(chunks, source=source, max_frame_bytes=max_frame_bytes):
+        yield frame_object(frame, source=source, max_depth=max_depth)
+
+
+# --- encoding -------------------------------------------------------------------------
+
+_ENVELOPE: Final = ("type", "timestamp", "rawEvent", "metadata", "subagentRunId")
+"""
+Members written first, in this order.  JSON member order carries no meaning, but the
+official SDK writes the common envelope before an event's own fields, and matching it
+byte for byte lets a recorded stream be diffed against one the SDK produced.
+"""
+
+
+def _envelope_first(wire: Mapping[str, Any]) -> dict[str, Any]:
+    ordered = {key: wire[key] for key in _ENVELOPE if key in wire}
+    ordered.update(wire)
+    return ordered
+
+
+def dumps(event: Event | Mapping[str, Any]) -> str:
+    """
+    The compact JSON text of an event, as the official Python SDK writes it.
+
+    A typed event is converted with :func:`aguikit.wire.to_wire` (camelCase, unset optional
+    members omitted, unknown members kept); a mapping is taken to be wire JSON already.
+
+    Raises:
+        WireFormatError: The event holds a value JSON cannot represent (``NaN``, a set).
+    """
+    if isinstance(event, Mapping):
+        wire: Mapping[str, Any] = event
+    else:
+        from ..wire import to_wire
+
+        wire = to_wire(event)
+    try:
+        return json.dumps(
+            _envelope_first(wire), separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+    except (TypeError, ValueError) as exc:
+        raise WireFormatError(str(wire.get("type", "Event")), "", str(exc)) from None
+
+
+def encode(event: Event | Mapping[str, Any]) -> str:
+    """
+    One SSE frame for ``event``: ``data: <json>`` and a blank line.
+
+    The result is byte-for-byte what ``ag_ui.encoder.EventEncoder().encode()`` produces for
+    the same event (compact separators, UTF-8 rather than ``\\u`` escapes, the SDK's member
+    order for the event's own members).  Compact JSON never contains a line end, so one
+    ``data:`` line always suffices.
+
+    Raises:
+        WireFormatError: As :func:`dumps`.
+    """
+    return f"data: {dumps(event)}\n\n"
+
+
+def encode_bytes(event: Event | Mapping[str, Any]) -> bytes:
+    """:func:`encode`, as the UTF-8 bytes a streaming response writes."""
+    return encode(event).encode("utf-8")

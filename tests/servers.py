@@ -1,0 +1,147 @@
+"""
+A real HTTP server on 127.0.0.1 for transport, client and CLI tests.
+
+Stdlib ``http.server`` in a background thread, so the tests exercise httpx, sockets and
+chunked transfer encoding for real instead of a mock transport.  Each route serves a
+recorded answer (status, content type, body pieces, a delay between pieces, whether to
+drop the connection before the end) and every request is captured, so a test can assert
+on the body the client sent and on whether the client hung up early.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import attrs
+
+
+@attrs.define
+class Route:
+    """What the server answers on one path."""
+
+    pieces: Sequence[bytes]
+    """The body, written as one HTTP chunk per piece (so frames split where pieces split)."""
+    status: int = 200
+    content_type: str = "text/event-stream"
+    delay: float = 0.0
+    """Seconds to sleep before each piece after the first."""
+    drop: bool = False
+    """Close the socket without the final zero-length chunk (a broken connection)."""
+
+
+@attrs.define
+class Captured:
+    """One request the server received."""
+
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@attrs.define
+class RecordingServer:
+    """The running server: routes to serve, requests captured, disconnects observed."""
+
+    routes: dict[str, Route] = attrs.Factory(dict)
+    requests: list[Captured] = attrs.Factory(list)
+    disconnected: threading.Event = attrs.Factory(threading.Event)
+    completed: threading.Event = attrs.Factory(threading.Event)
+    port: int = 0
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def add(self, path: str, route: Route) -> str:
+        self.routes[path] = route
+        return self.url(path)
+
+
+def split_every(data: bytes, sizes: Sequence[int]) -> list[bytes]:
+    """Cut ``data`` into pieces of the given sizes, cycling through them (odd boundaries)."""
+    pieces, at, i = [], 0, 0
+    while at < len(data):
+        step = max(1, sizes[i % len(sizes)])
+        pieces.append(data[at : at + step])
+        at += step
+        i += 1
+    return pieces
+
+
+def _handler(server: RecordingServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            body = self.rfile.read(length)
+            server.requests.append(
+                Captured(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            )
+            route = server.routes.get(self.path)
+            if route is None:
+                route = Route([b"no such route"], status=404, content_type="text/plain")
+            try:
+                self.send_response(route.status)
+                self.send_header("Content-Type", route.content_type)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                for index, piece in enumerate(route.pieces):
+                    if index and route.delay:
+                        time.sleep(route.delay)
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.flush()
+                if route.drop:
+                    self.close_connection = True
+                    with contextlib.suppress(OSError):
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+                server.completed.set()
+            except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+                server.disconnected.set()
+                self.close_connection = True
+
+        do_GET = do_POST
+
+    return Handler
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client hanging up between requests is what several tests do on purpose.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+@contextlib.contextmanager
+def serve() -> Iterator[RecordingServer]:
+    """Run a :class:`RecordingServer` on a free port for the duration of the block."""
+    state = RecordingServer()
+    httpd = _Server(("127.0.0.1", 0), _handler(state))
+    state.port = httpd.server_address[1]
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)

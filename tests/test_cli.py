@@ -1,0 +1,261 @@
+"""Tests for aguikit.cli, run as a real subprocess: ``python -m aguikit ...``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.servers import Route, serve, split_every
+
+from aguikit.transport.jsonl import encode_line
+from aguikit.transport.sse import encode
+
+RUN = {"threadId": "t1", "runId": "r1"}
+GOOD: list[dict[str, Any]] = [
+    {"type": "RUN_STARTED", **RUN},
+    {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "Hi"},
+    {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+    {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "lookup"},
+    {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '{"q": "x"}'},
+    {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+    {"type": "STATE_SNAPSHOT", "snapshot": {"count": 1}},
+    {"type": "RUN_FINISHED", **RUN},
+]
+
+
+def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aguikit", *args],
+        input=stdin.decode() if stdin is not None else None,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def write_sse(path: Path, events: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(encode(e) for e in events), encoding="utf-8")
+    return path
+
+
+def write_jsonl(path: Path, events: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(encode_line(e) for e in events), encoding="utf-8")
+    return path
+
+
+def test_demo_checks_clean_and_replays() -> None:
+    """``aguikit demo`` needs no arguments, checks its bundled stream clean and replays it."""
+    result = run("demo")
+
+    assert 0 == result.returncode, result.stdout + result.stderr
+    assert "demo.sse: OK: 44 events, 0 schema errors, 0 protocol errors" in result.stdout
+    for fragment in ("get_weather", '"city": "Lisbon"', "subagent researcher", '"status": "ready"'):
+        assert fragment in result.stdout
+
+
+def test_check_clean_sse_file_exits_zero(tmp_path: Path) -> None:
+    """A valid ``.sse`` recording checks clean."""
+    result = run("check", str(write_sse(tmp_path / "run.sse", GOOD)))
+
+    assert 0 == result.returncode, result.stdout + result.stderr
+    assert result.stdout.startswith(f"{tmp_path / 'run.sse'}: OK: 9 events")
+
+
+def test_check_clean_jsonl_file_exits_zero(tmp_path: Path) -> None:
+    """A valid ``.jsonl`` recording checks clean."""
+    result = run("check", str(write_jsonl(tmp_path / "run.jsonl", GOOD)))
+
+    assert 0 == result.returncode, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["sse", "jsonl"])
+def test_check_reads_stdin_and_sniffs_the_format(fmt: str) -> None:
+    """``-`` reads standard input; the format is recognised from the first bytes."""
+    data = "".join((encode if fmt == "sse" else encode_line)(e) for e in GOOD).encode()
+
+    result = run("check", "-", stdin=data)
+
+    assert 0 == result.returncode, result.stdout + result.stderr
+    assert "<stdin>: OK: 9 events" in result.stdout
+
+
+def test_check_reports_every_schema_error_with_index_and_type(tmp_path: Path) -> None:
+    """All schema violations are listed, one line each, and the exit code is 1."""
+    bad = list(GOOD)
+    bad[2] = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": 5}
+    bad[5] = {"type": "TOOL_CALL_ARGS", "toolCallId": "c1"}
+    path = write_sse(tmp_path / "bad.sse", bad)
+
+    result = run("check", str(path))
+    lines = result.stdout.splitlines()
+
+    assert 1 == result.returncode
+    assert any("event 2 TEXT_MESSAGE_CONTENT: error type at /delta" in line for line in lines)
+    assert any("event 5 TOOL_CALL_ARGS: error required" in line for line in lines)
+    assert "2 schema errors" in lines[-1] or "2 schema errors" in result.stdout
+
+
+def test_check_stops_verifying_at_the_first_protocol_error(tmp_path: Path) -> None:
+    """The first ordering error is reported with its rule id; later events are only validated."""
+    bad = [GOOD[0], {"type": "TEXT_MESSAGE_CONTENT", "messageId": "nope", "delta": "x"}, *GOOD[1:]]
+    bad.append({"type": "TEXT_MESSAGE_END"})
+
+    result = run("check", str(write_sse(tmp_path / "bad.sse", bad)))
+
+    assert 1 == result.returncode
+    assert "event 1 TEXT_MESSAGE_CONTENT: error AGUI-" in result.stdout
+    assert "1 protocol errors" in result.stdout
+    assert "1 schema errors" in result.stdout
+    assert "verification stopped at event 1" in result.stdout
+
+
+def test_check_reports_a_truncated_stream(tmp_path: Path) -> None:
+    """A recording that stops before RUN_FINISHED is a problem (exit 1)."""
+    result = run("check", str(write_sse(tmp_path / "cut.sse", GOOD[:4])))
+
+    assert 1 == result.returncode
+    assert "1 protocol errors" in result.stdout
+
+
+def test_check_reports_a_decode_error_with_its_location(tmp_path: Path) -> None:
+    """Bytes that are not a stream are reported with frame and byte offset."""
+    path = tmp_path / "junk.sse"
+    path.write_bytes(encode(GOOD[0]).encode() + b"data: {not json\n\n")
+
+    result = run("check", str(path))
+
+    assert 1 == result.returncode
+    assert "frame 2, byte" in result.stdout
+    assert "1 decode errors" in result.stdout
+
+
+def test_check_json_format_is_machine_readable(tmp_path: Path) -> None:
+    """``--format json`` prints one document with counts and every problem."""
+    bad = list(GOOD)
+    bad[2] = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": 5}
+
+    result = run("check", "--format", "json", str(write_jsonl(tmp_path / "b.jsonl", bad)))
+    document = json.loads(result.stdout)
+
+    assert 1 == result.returncode
+    assert (False, 9, 1) == (document["ok"], document["events"], document["counts"]["schema"])
+    assert {"kind": "schema", "event_index": 2, "event_type": "TEXT_MESSAGE_CONTENT"}.items() <= (
+        document["problems"][0].items()
+    )
+
+
+def test_receiver_warnings_only_fail_with_strict(tmp_path: Path) -> None:
+    """A warning (a producer declaring a newer protocol) exits 0, or 1 with ``--strict``."""
+    events = [{**GOOD[0], "protocolVersion": "99.0"}, *GOOD[1:]]
+    path = write_sse(tmp_path / "newer.sse", events)
+
+    relaxed = run("check", str(path))
+    strict = run("check", "--strict", str(path))
+
+    assert (0, 1) == (relaxed.returncode, strict.returncode), relaxed.stdout
+    assert "warning" in relaxed.stdout
+    assert "1 warnings" in relaxed.stdout
+
+
+def test_patch_that_does_not_apply_is_a_problem(tmp_path: Path) -> None:
+    """A state delta that cannot apply fails the check."""
+    delta = {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/missing"}]}
+    events = [*GOOD[:-1], delta, GOOD[-1]]
+
+    result = run("check", str(write_sse(tmp_path / "patch.sse", events)))
+
+    assert 1 == result.returncode, result.stdout
+    assert "1 patch errors" in result.stdout
+
+
+def test_unreadable_input_exits_two(tmp_path: Path) -> None:
+    """A missing file is exit 2 with a message on stderr."""
+    result = run("check", str(tmp_path / "absent.sse"))
+
+    assert 2 == result.returncode
+    assert "cannot open" in result.stderr
+
+
+def test_check_a_live_agent_over_http() -> None:
+    """An http:// source is POSTed a minimal RunAgentInput and its answer checked."""
+    with serve() as server:
+        body = "".join(encode(e) for e in GOOD).encode()
+        url = server.add("/agent", Route(split_every(body, [3, 17, 5])))
+
+        result = run("check", url)
+        sent = server.requests[0].json()
+
+    assert 0 == result.returncode, result.stdout + result.stderr
+    assert {"threadId", "runId", "messages", "protocolVersion"} <= sent.keys()
+
+
+def test_check_posts_the_given_input(tmp_path: Path) -> None:
+    """``--input FILE`` is the body POSTed to the agent."""
+    given = {**RUN, "messages": [{"id": "u1", "role": "user", "content": "hello"}]}
+    (tmp_path / "in.json").write_text(json.dumps(given))
+    with serve() as server:
+        url = server.add("/agent", Route(["".join(encode(e) for e in GOOD).encode()]))
+        result = run("check", "--input", str(tmp_path / "in.json"), url)
+        sent = server.requests[0].json()
+
+    assert 0 == result.returncode
+    assert given["messages"] == sent["messages"]
+
+
+def test_agent_answering_500_exits_two() -> None:
+    """An HTTP error from the agent means the input could not be read."""
+    with serve() as server:
+        url = server.add("/agent", Route([b"overloaded"], status=500, content_type="text/plain"))
+        result = run("check", url)
+
+    assert 2 == result.returncode
+    assert "HTTP 500" in result.stderr
+
+
+def test_replay_prints_messages_tool_calls_and_state(tmp_path: Path) -> None:
+    """Replay shows each message by role, tool calls with pretty arguments, and the state."""
+    result = run("replay", str(write_sse(tmp_path / "run.sse", GOOD)))
+
+    assert 0 == result.returncode, result.stderr
+    assert "assistant:\n  Hi" in result.stdout
+    assert "lookup" in result.stdout
+    assert '"q": "x"' in result.stdout
+    assert 'state:\n  {\n    "count": 1\n  }' in result.stdout
+
+
+def test_rules_prints_the_rule_table() -> None:
+    """``aguikit rules`` prints the rendered rule catalogue."""
+    result = run("rules")
+
+    assert 0 == result.returncode
+    assert "AGUI-" in result.stdout
+
+
+def test_schema_prints_the_bundled_schema_or_one_definition() -> None:
+    """The whole schema is JSON; one definition is its ``$defs`` entry."""
+    whole = run("schema")
+    one = run("schema", "RunStartedEvent")
+
+    assert "RunStartedEvent" in json.loads(whole.stdout)["$defs"]
+    assert json.loads(whole.stdout)["$defs"]["RunStartedEvent"] == json.loads(one.stdout)
+
+
+def test_unknown_schema_definition_exits_two_with_suggestions() -> None:
+    """A misspelt definition is exit 2 naming close matches."""
+    result = run("schema", "RunStarted")
+
+    assert 2 == result.returncode
+    assert "RunStartedEvent" in result.stderr
+
+
+def test_plain_output_has_no_ansi_codes_when_not_a_terminal(tmp_path: Path) -> None:
+    """Colour is for terminals only; captured output is plain text."""
+    result = run("check", str(write_sse(tmp_path / "run.sse", GOOD)))
+
+    assert "\x1b[" not in result.stdout

@@ -1,0 +1,286 @@
+"""Tests for aguikit.transport.http: AgentClient against a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from tests import corpus
+from tests.servers import RecordingServer, Route, serve, split_every
+
+from aguikit._generated import models as m
+from aguikit._generated.registry import PROTOCOL_VERSION
+from aguikit.errors import (
+    ContentTypeError,
+    DecodeError,
+    HTTPStatusError,
+    ProtocolError,
+    TransportError,
+    TruncatedStreamError,
+)
+from aguikit.transport.http import AgentClient, Update, prepare_input
+from aguikit.transport.sse import encode_bytes
+
+RUN = {"threadId": "t1", "runId": "r1"}
+
+
+def sse(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(encode_bytes(e) for e in events)
+
+
+GOOD: list[dict[str, Any]] = [
+    {"type": "RUN_STARTED", **RUN},
+    {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "Hello, "},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "wörld 🌞"},
+    {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+    {"type": "STATE_SNAPSHOT", "snapshot": {"n": 1}},
+    {"type": "RUN_FINISHED", **RUN},
+]
+
+INPUT = m.RunAgentInput(thread_id="t1", run_id="r1", messages=[])
+
+
+@pytest.fixture
+def server() -> Iterator[RecordingServer]:
+    with serve() as running:
+        yield running
+
+
+def test_run_sync_yields_updates_and_materialises_the_conversation(
+    server: RecordingServer,
+) -> None:
+    """Frames split at odd byte boundaries still become one update per event, in order."""
+    url = server.add("/agent", Route(split_every(sse(GOOD), [1, 7, 3, 64, 2])))
+    client = AgentClient(url)
+
+    updates = list(client.run_sync(INPUT))
+
+    assert [e["type"] for e in GOOD] == [u.event.type for u in updates]
+    assert all(isinstance(u, Update) for u in updates)
+    assert "Hello, wörld 🌞" == client.messages[0].content
+    assert {"n": 1} == client.state
+
+
+def test_request_is_made_as_the_official_clients_make_it(server: RecordingServer) -> None:
+    """POST, JSON body via to_wire, SSE accepted, protocol version declared, headers kept."""
+    url = server.add("/agent", Route([sse(GOOD)]))
+    client = AgentClient(url, headers={"Authorization": "Bearer x"})
+
+    list(client.run_sync(INPUT))
+    request = server.requests[0]
+
+    assert "text/event-stream" == request.headers["accept"]
+    assert "application/json" == request.headers["content-type"]
+    assert "Bearer x" == request.headers["authorization"]
+    assert {**RUN, "messages": [], "protocolVersion": PROTOCOL_VERSION} == request.json()
+
+
+def test_async_run_matches_the_sync_run(server: RecordingServer) -> None:
+    """The async client yields the same updates from a slow, chunked answer."""
+    url = server.add("/agent", Route(split_every(sse(GOOD), [5, 11]), delay=0.001))
+    client = AgentClient(url)
+
+    async def collect() -> list[str]:
+        return [str(u.event.type) async for u in client.run(INPUT)]
+
+    assert [e["type"] for e in GOOD] == asyncio.run(collect())
+    assert {"n": 1} == client.state
+
+
+def test_non_2xx_raises_http_status_error_with_the_body_start(server: RecordingServer) -> None:
+    """A 500 is an HTTPStatusError carrying the status and the start of the body."""
+    url = server.add(
+        "/agent",
+        Route([b'{"error": "model overloaded"}'], status=503, content_type="application/json"),
+    )
+
+    with pytest.raises(HTTPStatusError) as info:
+        list(AgentClient(url).run_sync(INPUT))
+
+    assert 503 == info.value.status_code
+    assert "model overloaded" in info.value.body
+
+
+def test_async_non_2xx_raises_http_status_error(server: RecordingServer) -> None:
+    """The async client reports a non-2xx answer the same way."""
+    url = server.add("/agent", Route([b"nope"], status=401, content_type="text/plain"))
+
+    async def collect() -> None:
+        async for _ in AgentClient(url).run(INPUT):
+            pass
+
+    with pytest.raises(HTTPStatusError) as info:
+        asyncio.run(collect())
+
+    assert (401, "nope") == (info.value.status_code, info.value.body)
+
+
+def test_wrong_content_type_raises_content_type_error(server: RecordingServer) -> None:
+    """A 200 that is not an event stream is refused before any byte is decoded."""
+    url = server.add("/agent", Route([b"<html></html>"], content_type="text/html; charset=utf-8"))
+
+    with pytest.raises(ContentTypeError) as info:
+        list(AgentClient(url).run_sync(INPUT))
+
+    assert "text/html; charset=utf-8" == info.value.content_type
+
+
+def test_content_type_parameters_are_accepted(server: RecordingServer) -> None:
+    """``text/event-stream; charset=utf-8`` is still an event stream."""
+    url = server.add("/agent", Route([sse(GOOD)], content_type="Text/Event-Stream; charset=utf-8"))
+
+    assert len(GOOD) == len(list(AgentClient(url).run_sync(INPUT)))
+
+
+def test_stream_ending_before_run_finished_is_truncated(server: RecordingServer) -> None:
+    """Events up to the break are delivered, then TruncatedStreamError is raised."""
+    url = server.add("/agent", Route([sse(GOOD[:3])]))
+    client = AgentClient(url)
+    seen: list[str] = []
+
+    with pytest.raises(TruncatedStreamError):
+        for update in client.run_sync(INPUT):
+            seen.append(str(update.event.type))
+
+    assert ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"] == seen
+
+
+def test_stream_ending_inside_a_frame_is_a_decode_error(server: RecordingServer) -> None:
+    """Bytes that stop mid-frame are a DecodeError naming the frame."""
+    body = sse(GOOD)
+    url = server.add("/agent", Route([body[: len(body) - 30]]))
+
+    with pytest.raises(DecodeError) as info:
+        list(AgentClient(url).run_sync(INPUT))
+
+    assert len(GOOD) == info.value.frame
+
+
+def test_connection_dropped_mid_body_is_a_transport_error(server: RecordingServer) -> None:
+    """A connection closed before the chunked body ends is a TransportError, not httpx's."""
+    url = server.add("/agent", Route([sse(GOOD[:2])], drop=True))
+
+    with pytest.raises(TransportError) as info:
+        list(AgentClient(url).run_sync(INPUT))
+
+    assert url == info.value.url
+
+
+def test_nothing_listening_is_a_transport_error() -> None:
+    """A refused connection is a TransportError."""
+    with serve() as dead:
+        url = dead.url("/agent")
+
+    with pytest.raises(TransportError):
+        list(AgentClient(url, timeout=2).run_sync(INPUT))
+
+
+def test_protocol_violation_raises_protocol_error(server: RecordingServer) -> None:
+    """Content for a message that was never started is a ProtocolError with its rule."""
+    bad = [GOOD[0], {"type": "TEXT_MESSAGE_CONTENT", "messageId": "zz", "delta": "x"}, GOOD[-1]]
+    url = server.add("/agent", Route([sse(bad)]))
+
+    with pytest.raises(ProtocolError) as info:
+        list(AgentClient(url).run_sync(INPUT))
+
+    assert info.value.rule.startswith("AGUI-")
+    assert 1 == info.value.event_index
+
+
+def _slow(count: int = 200) -> Route:
+    events = [GOOD[0], GOOD[1]]
+    events += [{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "x"}] * count
+    return Route([encode_bytes(e) for e in events], delay=0.02)
+
+
+def test_closing_the_sync_iterator_closes_the_connection(server: RecordingServer) -> None:
+    """Breaking out early hangs up: the server's next write fails."""
+    url = server.add("/slow", _slow())
+    updates = AgentClient(url).run_sync(INPUT)
+    for update in updates:
+        if update.event.type == "TEXT_MESSAGE_START":
+            break
+    updates.close()  # type: ignore[attr-defined]
+
+    assert server.disconnected.wait(5)
+    assert not server.completed.is_set()
+
+
+def test_cancelling_the_async_run_closes_the_connection(server: RecordingServer) -> None:
+    """Cancelling the consuming task hangs up too."""
+    url = server.add("/slow", _slow())
+
+    async def consume() -> None:
+        async for _ in AgentClient(url).run(INPUT):
+            pass
+
+    async def main() -> None:
+        task = asyncio.create_task(consume())
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+
+    assert server.disconnected.wait(5)
+
+
+def test_caller_protocol_version_is_kept() -> None:
+    """An input that declares its own protocolVersion is sent as declared."""
+    body = prepare_input({**RUN, "messages": [], "protocolVersion": "0.9"})
+
+    assert "0.9" == body["protocolVersion"]
+
+
+def test_legacy_binary_part_is_upgraded_to_a_modern_media_part() -> None:
+    """A retired ``binary`` part becomes the image/audio/document part it stands for."""
+    legacy = {"type": "binary", "mimeType": "audio/ogg", "data": "AAAA", "filename": "a.ogg"}
+    body = prepare_input({**RUN, "messages": [{"id": "u", "role": "user", "content": [legacy]}]})
+
+    assert [
+        {
+            "type": "audio",
+            "source": {"type": "data", "value": "AAAA", "mimeType": "audio/ogg"},
+            "metadata": {"filename": "a.ogg"},
+        }
+    ] == body["messages"][0]["content"]
+
+
+# --- the corpus's request expectations ---------------------------------------------------
+
+
+def _request_cases() -> list[Any]:
+    return corpus.params(
+        [s for s in corpus.streams() if "request" in s.expect or "requestAbsentPaths" in s.expect]
+    )
+
+
+@pytest.mark.parametrize("case", _request_cases())
+def test_corpus_request_expectations(case: corpus.Stream, server: RecordingServer) -> None:
+    """The RunAgentInput sent for each corpus fixture matches its request expectations."""
+    expect = case.expect
+    declared = expect.get("request", {}).get("protocolVersion")
+    if declared is not None and declared != PROTOCOL_VERSION:
+        pytest.skip(f"fixture pins protocol {declared}; aguikit speaks {PROTOCOL_VERSION}")
+    started = case.events[0]
+    run_input = {
+        "threadId": started.get("threadId", "t"),
+        "runId": started.get("runId", "r"),
+        "messages": [],
+        **(case.input or {}),
+    }
+    url = server.add("/corpus", Route([sse(case.events)]))
+    client = AgentClient(url, max_protocol_version=(case.client or {}).get("maxProtocolVersion"))
+
+    list(client.run_sync(run_input))
+    sent = server.requests[-1].json()
+
+    assert corpus.subset_match(expect.get("request", {}), sent), sent
+    for path in expect.get("requestAbsentPaths", []):
+        assert corpus.MISSING is corpus.dotted_get(sent, path), path
+    for fragment in expect.get("warnings", []):
+        assert any(fragment in w for w in client.request_warnings), client.request_warnings
