@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from aguikit._generated import models as m
+from aguikit import models as m
 from aguikit.errors import AguiError
 from aguikit.transport.sse import MEDIA_TYPE, encode
 from aguikit.wire import parse_run_agent_input
