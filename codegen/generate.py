@@ -268,7 +268,7 @@ def render_models(flat: Json, header: str, workdir: Path) -> str:
         use_standard_collections=True,
         capitalise_enum_members=True,
         settings_path=ROOT,
-        class_name="AnyEvent",
+        class_name="Event",
     )
     return output.read_text(encoding="utf-8")
 

@@ -3652,6 +3652,3 @@ Event: TypeAlias = (
 """
 Any AG-UI event, selected by its type field: the 31 events of AG-UI 1.0 plus the five deprecated THINKING_* events. Each member pins type to one value, so exactly one member can match.
 """
-
-
-AnyEvent: TypeAlias = Event
