@@ -328,3 +328,64 @@ def _preview(value: Any) -> str:
     short = reprlib.Repr()
     short.maxlevel, short.maxstring, short.maxother = 6, 200, 200
     return short.repr(value)
+
+
+# ---- judging outcomes (added for the stream, transport and CLI fuzz suites) --------------
+
+
+class _Close(str):
+    """A closing token on :func:`canonical`'s work stack, told apart from a string value."""
+
+
+def canonical(value: Any) -> str:
+    """
+    A deterministic text of a JSON-like value, computed without recursion.
+
+    Two values give the same text exactly when they are equal as JSON documents with types
+    kept apart (``1``, ``1.0`` and ``True`` differ; ``NaN`` equals itself), so a state nested
+    3000 levels down can be compared before and after an event without ``==`` recursing.
+    """
+    out: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Close):
+            out.append(str(item))
+        elif isinstance(item, dict):
+            out.append("{")
+            stack.append(_Close("}"))
+            for key in sorted(item, key=repr, reverse=True):
+                stack.append(item[key])
+                stack.append(_Close(repr(key) + ":"))
+        elif isinstance(item, (list, tuple)):
+            out.append("[")
+            stack.append(_Close("]"))
+            stack.extend(reversed(item))
+        else:
+            out.append(f"{type(item).__name__}:{item!r},")
+    return "".join(out)
+
+
+def view(consumer: Any) -> str:
+    """What a UI reads from a session or applier (every message on the wire, the state)."""
+    from aguikit.wire import to_wire
+
+    return canonical([[to_wire(m) for m in consumer.messages], consumer.state])
+
+
+def assert_located(error: BaseException) -> None:
+    """The invariant every failure obeys: an :class:`AguiError` that says where it happened."""
+    from aguikit import AguiError, SchemaValidationError
+
+    assert isinstance(error, AguiError), f"{type(error).__name__} escaped: {_preview(error)}"
+    if isinstance(error, SchemaValidationError):
+        assert error.issues, f"schema error without issues: {error!r}"
+        assert all(i.pointer == "" or i.pointer.startswith("/") for i in error.issues)
+    else:
+        assert error.location, f"{type(error).__name__} without a location: {error!r}"
+
+
+def no_escape(_: Any, error: BaseException | None) -> None:
+    """A :func:`drive` check for entries that judge their own invariants and raise on breach."""
+    if error is not None:
+        raise AssertionError(f"{type(error).__name__}: {_preview(str(error))}")

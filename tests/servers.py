@@ -16,7 +16,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -27,14 +27,17 @@ import attrs
 class Route:
     """What the server answers on one path."""
 
-    pieces: Sequence[bytes]
-    """The body, written as one HTTP chunk per piece (so frames split where pieces split)."""
+    pieces: Iterable[bytes]
+    """The body, written as one HTTP chunk per piece (so frames split where pieces split);
+    a generator makes an endless body, written until the client hangs up."""
     status: int = 200
     content_type: str = "text/event-stream"
     delay: float = 0.0
     """Seconds to sleep before each piece after the first."""
     drop: bool = False
     """Close the socket without the final zero-length chunk (a broken connection)."""
+    headers: dict[str, str] = attrs.Factory(dict)
+    """Extra response headers (a huge one, say)."""
 
 
 @attrs.define
@@ -99,6 +102,8 @@ def _handler(server: RecordingServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Type", route.content_type)
                 self.send_header("Transfer-Encoding", "chunked")
                 self.send_header("Cache-Control", "no-cache")
+                for name, value in route.headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 for index, piece in enumerate(route.pieces):
                     if index and route.delay:

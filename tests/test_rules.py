@@ -52,7 +52,7 @@ def test_every_rule_is_reported_by_something() -> None:
     """No catalog entry is dead: a row, the lifecycle gate or the engine reports it."""
     reported = {rule_id for row in TABLE for rule_id in row.rules.values()}
     reported |= {r for gate in rules.LIFECYCLE_GATE.values() for r in gate.values() if r}
-    reported |= set(rules.LIFECYCLE_RULES.values())
+    reported |= set(rules.LIFECYCLE_RULES.values()) | set(rules.LIMIT_RULES.values())
 
     assert set(RULES_BY_ID) == reported
 
@@ -84,8 +84,9 @@ def test_each_rule_example_breaks_that_rule(rule: Rule) -> None:
     """The documented example is a real violation of the rule it illustrates."""
     stream = [_build(document, rule.in_process) for document in rule.example]
 
+    settings = {} if rule.setting is None else {rule.setting: 1}
     with pytest.raises(ProtocolError) as info:
-        verify_all(stream)
+        verify_all(stream, **settings)
 
     assert rule.id == info.value.rule
     assert rule.symbol == info.value.symbol

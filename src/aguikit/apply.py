@@ -75,8 +75,8 @@ from ._generated.models import (
     ToolMessage,
     UserMessage,
 )
-from .chunks import ChunkNormalizer
-from .errors import PatchError, WireFormatError
+from .chunks import ChunkNormalizer, malformed_event
+from .errors import AguiError, PatchError, WireFormatError
 
 __all__ = [
     "Applier",
@@ -201,6 +201,8 @@ _UNSET: Final[Any] = object()
 
 _OP_FIELDS: Final = (("path", "path"), ("from_", "from"), ("value", "value"))
 
+_PATCH_FAILURES: Final = (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException)
+
 
 def _operations(patch: Sequence[JsonPatchOperation | Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Typed operations (or wire dicts) as the RFC's wire dicts, members beyond it ignored."""
@@ -216,6 +218,48 @@ def _operations(patch: Sequence[JsonPatchOperation | Mapping[str, Any]]) -> list
                 wire[name] = value
         out.append(wire)
     return out
+
+
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def _copy_json(value: Any) -> Any:
+    """
+    A deep copy of a JSON value that never recurses.
+
+    ``copy.deepcopy`` recurses once per nesting level, so a snapshot nested a few thousand
+    levels down (legal JSON, and a typed event may carry it past the wire's depth guard)
+    would raise ``RecursionError`` in the middle of an update.  Dicts and lists are copied
+    with an explicit stack, sharing and cycles preserved as ``deepcopy`` preserves them;
+    anything else that is not a plain scalar falls back to ``deepcopy``.
+    """
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is not dict and kind is not list:
+        return copy.deepcopy(value)
+    root: Any = {} if kind is dict else []
+    memo: dict[int, Any] = {id(value): root}
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        pairs = source.items() if type(source) is dict else enumerate(source)
+        for key, child in pairs:
+            child_kind = type(child)
+            if child_kind in _PLAIN:
+                copied = child
+            elif id(child) in memo:
+                copied = memo[id(child)]
+            elif child_kind is dict or child_kind is list:
+                copied = memo[id(child)] = {} if child_kind is dict else []
+                stack.append((child, copied))
+            else:
+                copied = copy.deepcopy(child)
+            if type(target) is dict:
+                target[key] = copied
+            else:
+                target.append(copied)
+    return root
 
 
 def _describe_failure(exc: Exception) -> str:
@@ -252,7 +296,18 @@ def apply_patch(
     operations = _operations(patch)
     try:
         return jsonpatch.JsonPatch(operations).apply(document, in_place=True, atomic=True)
-    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
+    except RecursionError:
+        # jsonpatch copies inserted values with deepcopy; its journal has undone the rest.
+        failing = _find_failing(document, operations, None)
+        op = operations[failing] if failing is not None else None
+        raise PatchError(
+            target,
+            "a value is nested too deeply to copy",
+            op_index=failing,
+            op=op,
+            pointer=op.get("path") if op is not None else None,
+        ) from None
+    except _PATCH_FAILURES as exc:
         failing = _find_failing(document, operations, exc)
         op = operations[failing] if failing is not None else None
         raise PatchError(
@@ -264,7 +319,9 @@ def apply_patch(
         ) from None
 
 
-def _find_failing(document: Any, operations: list[dict[str, Any]], exc: Exception) -> int | None:
+def _find_failing(
+    document: Any, operations: list[dict[str, Any]], exc: Exception | None
+) -> int | None:
     """Which operation failed: named by the exception, or found by replaying on a copy."""
     failed = getattr(exc, "op", None)
     failed = getattr(failed, "operation", failed)
@@ -272,11 +329,11 @@ def _find_failing(document: Any, operations: list[dict[str, Any]], exc: Exceptio
         if operation is failed:
             return index
     # The failure path only: a copy costs the document's size, once, to name the culprit.
-    scratch = copy.deepcopy(document)
+    scratch = _copy_json(document)
     for index, operation in enumerate(operations):
         try:
             scratch = jsonpatch.JsonPatch([operation]).apply(scratch, in_place=True)
-        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
+        except (*_PATCH_FAILURES, RecursionError):
             return index
     return None
 
@@ -303,10 +360,16 @@ def _own(message: Message) -> Message:
             else [attrs.evolve(c, function=attrs.evolve(c.function)) for c in calls],
         )
     if isinstance(message, ActivityMessage):
-        return attrs.evolve(message, content=copy.deepcopy(message.content))
+        return attrs.evolve(message, content=_copy_json(message.content))
     if isinstance(message, UserMessage | ToolMessage) and isinstance(message.content, list):
         return attrs.evolve(message, content=list(message.content))
     return attrs.evolve(message)
+
+
+def _check_delta(event: Any) -> None:
+    """Fragments are joined only when read; one that is not text must fail now, not then."""
+    if not isinstance(event.delta, str):
+        raise TypeError(f"delta must be a string, not {type(event.delta).__name__}")
 
 
 def _text_message(message_id: str, role: str, name: str | None, owner: str | None) -> Message:
@@ -350,7 +413,7 @@ class Applier:
         self._open_reasoning: set[str] = set()
         self._thinking: str | None = None
         self._thinking_count = 0
-        self._state: Any = {} if state is _UNSET else copy.deepcopy(state)
+        self._state: Any = {} if state is _UNSET else _copy_json(state)
         self._thread_id: str | None = None
         self._run_id: str | None = None
         self._interrupts: list[Interrupt] = []
@@ -467,12 +530,24 @@ class Applier:
         Raises:
             PatchError: a ``STATE_DELTA`` or ``ACTIVITY_DELTA`` did not apply; nothing
                 changed.
-            ProtocolError: a chunk could not be resolved (see :mod:`aguikit.chunks`).
+            ProtocolError: a chunk could not be resolved (see :mod:`aguikit.chunks`), or
+                ``AGUI-V092`` for something that is not an event or holds a field of a type
+                no wire document could give it (an id that is a list).
         """
-        handler = _APPLY.get(event.type)
-        if handler is None:
-            return NOTHING
-        return handler(self, event)
+        try:
+            handler = _APPLY.get(event.type)
+            if handler is None:
+                return NOTHING
+            metadata = event.metadata
+            if metadata is not None and not isinstance(metadata, Mapping):
+                # Merged after the content lands; a bad one must fail before anything does.
+                raise TypeError(f"metadata must be an object, not {type(metadata).__name__}")
+            return handler(self, event)
+        except AguiError:
+            raise
+        except (TypeError, AttributeError, ValueError, RecursionError) as exc:
+            # Every handler looks its ids up before it changes anything.
+            raise malformed_event(event, exc) from None
 
     # ---- messages -------------------------------------------------------------------------
 
@@ -499,6 +574,16 @@ class Applier:
         if message_id in self._dirty_text:
             self._dirty_text.discard(message_id)
             self._materialise(message_id)
+
+    def _settle(self, message_id: str) -> None:
+        """
+        A message ended: join its fragments into its content and drop the fragment list.
+        Without this a long stream nobody reads until the end would hold every delta as an
+        object of its own, several times the text's size; a re-opened message starts a new
+        list from its content.
+        """
+        self._flush_message(message_id)
+        self._text.pop(message_id, None)
 
     def _flush_args(self, call_id: str) -> None:
         if call_id in self._dirty_args:
@@ -594,6 +679,7 @@ class Applier:
         return False
 
     def _text_content(self, event: Any) -> Changed:
+        _check_delta(event)
         message_id: str = event.message_id
         if message_id not in self._pos:
             # Tolerant: an orphan content event opens the message it names.
@@ -618,6 +704,7 @@ class Applier:
         message_id: str = event.message_id
         if message_id not in self._pos:
             return NOTHING
+        self._settle(message_id)
         self._merge_into_message(message_id, event.metadata)
         return self._change(What.MESSAGES, ChangeKind.ENDED, message_id)
 
@@ -681,6 +768,7 @@ class Applier:
         )
 
     def _tool_args(self, event: Any) -> Changed:
+        _check_delta(event)
         call_id: str = event.tool_call_id
         call = self._calls.get(call_id)
         if call is None:
@@ -712,6 +800,7 @@ class Applier:
         if call is None:
             return NOTHING
         self._flush_args(call_id)
+        self._args.pop(call_id, None)  # the arguments are joined; a new fragment starts over
         call.metadata = _merge_metadata(call.metadata, event.metadata)
         return self._change(
             What.MESSAGES,
@@ -820,6 +909,7 @@ class Applier:
         return self._open_reasoning_message(event.message_id, event.subagent_run_id, event.metadata)
 
     def _reasoning_content(self, event: Any) -> Changed:
+        _check_delta(event)
         message_id: str = event.message_id
         if message_id not in self._pos:
             self._open_reasoning_message(message_id, event.subagent_run_id, None)
@@ -827,6 +917,7 @@ class Applier:
 
     def _reasoning_end(self, event: Any) -> Changed:
         message_id: str = event.message_id
+        self._settle(message_id)
         self._merge_into_message(message_id, event.metadata)
         return self._span_end(message_id)
 
@@ -843,6 +934,7 @@ class Applier:
         return self._open_reasoning_message(self._thinking_id(mint=False), None, event.metadata)
 
     def _thinking_content(self, event: Any) -> Changed:
+        _check_delta(event)
         message_id = self._thinking_id(mint=False)
         if message_id not in self._pos:
             self._open_reasoning_message(message_id, None, None)
@@ -852,6 +944,7 @@ class Applier:
     def _thinking_end(self, event: Any) -> Changed:
         if self._thinking is None:
             return NOTHING
+        self._settle(self._thinking)
         changed = self._span_end(self._thinking)
         if event.type == "THINKING_END":
             self._thinking = None
@@ -889,7 +982,7 @@ class Applier:
             target = ActivityMessage(
                 id=message_id,
                 activity_type=event.activity_type,
-                content=copy.deepcopy(event.content),
+                content=_copy_json(event.content),
                 subagent_run_id=event.subagent_run_id,
             )
             self._append(target)
@@ -901,14 +994,14 @@ class Applier:
                     # A replacing snapshot re-mints the activity, attribution included;
                     # the metadata accumulated so far is kept.
                     target.activity_type = event.activity_type
-                    target.content = copy.deepcopy(event.content)
+                    target.content = _copy_json(event.content)
                     target.subagent_run_id = event.subagent_run_id
                 # replace: false leaves an existing activity exactly as it stands.
             elif replace:
                 target = ActivityMessage(
                     id=message_id,
                     activity_type=event.activity_type,
-                    content=copy.deepcopy(event.content),
+                    content=_copy_json(event.content),
                     subagent_run_id=event.subagent_run_id,
                 )
                 self._messages[index] = target
@@ -941,7 +1034,7 @@ class Applier:
         if any(op.get("path") == "" for op in operations):
             # A whole-document operation could leave something that is not an object; try
             # it on a copy so the activity never holds anything else.
-            content = apply_patch(copy.deepcopy(activity.content), operations, target)
+            content = apply_patch(_copy_json(activity.content), operations, target)
         else:
             content = apply_patch(activity.content, operations, target)
         if not isinstance(content, dict):
@@ -958,7 +1051,7 @@ class Applier:
 
     def _state_snapshot(self, event: Any) -> Changed:
         # Any JSON value, falsy and null included, replaces the state wholesale.
-        self._state = copy.deepcopy(event.snapshot)
+        self._state = _copy_json(event.snapshot)
         return Changed(What.STATE, ChangeKind.SNAPSHOT)
 
     def _state_delta(self, event: Any) -> Changed:

@@ -93,7 +93,9 @@ from ._generated.models import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
-from .errors import ProtocolError
+from .errors import ProtocolError, short_repr
+from .limits import MAX_OPEN_ENTITIES
+from .rules import LIFECYCLE_RULES, LIMIT_RULES, RULES_BY_ID
 
 __all__ = ["RULES", "ChunkNormalizer", "ChunkRule", "normalize_all"]
 
@@ -144,6 +146,27 @@ RULES: Final[Mapping[str, ChunkRule]] = MappingProxyType(
         )
     }
 )
+
+
+def malformed_event(event: Any, exc: Exception) -> ProtocolError:
+    """
+    ``AGUI-V092`` for an object that is not an event, or an event whose fields have types
+    no wire document could give them (an in-process producer's list where an id goes):
+    what a stage reports instead of the ``TypeError`` it ran into.
+    """
+    rule = RULES_BY_ID[LIFECYCLE_RULES["malformed"]]
+    event_type = getattr(event, "type", None)
+    event_type = event_type if isinstance(event_type, str) else type(event).__name__
+    detail = short_repr(f"{type(exc).__name__}: {exc}")
+    message = rule.template.format(event_type=event_type, detail=detail)
+    return ProtocolError(rule.id, rule.symbol, message, event_type=event_type)
+
+
+def _check_delta(chunk: Any) -> None:
+    """A chunk's text becomes a content event's; the whole expansion is refused up front
+    when it is not text, so no synthesized opener is delivered for a content that fails."""
+    if chunk.delta is not None and not isinstance(chunk.delta, str):
+        raise TypeError(f"delta must be a string, not {type(chunk.delta).__name__}")
 
 
 def _fail(rule_id: str, message: str, event_type: str, entity_id: str | None) -> ProtocolError:
@@ -198,13 +221,19 @@ class ChunkNormalizer:
     Feed every event of a stream through :meth:`normalize`, in order, and apply what comes
     out; call :meth:`finish` when the transport ends.  Events that are not chunks come out
     unchanged.  A call that raises leaves the normalizer exactly as it was.
+
+    Args:
+        max_open_entities: Most streams tracked at once (one per owner).  A producer that
+            opens streams under ever new ``subagentRunId`` values and never closes them is
+            stopped with ``AGUI-V093`` instead of growing this normalizer without bound.
     """
 
-    __slots__ = ("_by_id", "_lanes")
+    __slots__ = ("_by_id", "_lanes", "_max_open")
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_open_entities: int = MAX_OPEN_ENTITIES) -> None:
         self._lanes: dict[str | None, _Stream] = {}
         self._by_id: dict[tuple[_Kind, str], str | None] = {}
+        self._max_open = max_open_entities
 
     @property
     def is_open(self) -> bool:
@@ -221,12 +250,19 @@ class ChunkNormalizer:
             comes back as itself, preceded by the ends it implies.
 
         Raises:
-            ProtocolError: ``AGUI-C001`` to ``AGUI-C005`` (see the module docstring).
+            ProtocolError: ``AGUI-C001`` to ``AGUI-C005`` (see the module docstring);
+                ``AGUI-V092`` for something that is not an event or carries an id of the
+                wrong type (an in-process producer skipping the wire parser);
+                ``AGUI-V093`` past ``max_open_entities``.
         """
-        handler = _HANDLERS.get(event.type)
-        if handler is None:
-            return [event]
-        return handler(self, event)
+        try:
+            handler = _HANDLERS.get(event.type)
+            if handler is None:
+                return [event]
+            return handler(self, event)
+        except (TypeError, AttributeError, RecursionError) as exc:
+            # Lookups by id run before any bookkeeping changes, so nothing is half-done.
+            raise malformed_event(event, exc) from None
 
     def finish(self) -> list[Event]:
         """
@@ -307,12 +343,29 @@ class ChunkNormalizer:
                     stream.id,
                 )
 
+    def _check_room(self, owner: str | None, event_type: str, entity_id: str) -> None:
+        if owner in self._lanes or len(self._lanes) < self._max_open:
+            return
+        rule = RULES_BY_ID[LIMIT_RULES["open_entities"]]
+        message = rule.template.format(
+            event_type=event_type,
+            entity_id=entity_id,
+            noun="stream",
+            count=len(self._lanes),
+            limit=self._max_open,
+        )
+        raise ProtocolError(
+            rule.id, rule.symbol, message, event_type=event_type, entity_id=entity_id
+        )
+
     def _open(self, stream: _Stream, out: list[Event]) -> None:
+        self._check_room(stream.owner, _CHUNK_TYPE[stream.kind], stream.id)
         out.extend(self._close_owner(stream.owner))
         self._lanes[stream.owner] = stream
         self._by_id[(stream.kind, stream.id)] = stream.owner
 
     def _text_chunk(self, chunk: TextMessageChunkEvent) -> list[Event]:
+        _check_delta(chunk)
         role = None if chunk.role is None else str(chunk.role)
         owner, stream = self._resolve(_Kind.TEXT, chunk.message_id, chunk.subagent_run_id)
         out: list[Event] = []
@@ -363,6 +416,7 @@ class ChunkNormalizer:
         return out
 
     def _tool_chunk(self, chunk: ToolCallChunkEvent) -> list[Event]:
+        _check_delta(chunk)
         owner, stream = self._resolve(_Kind.TOOL, chunk.tool_call_id, chunk.subagent_run_id)
         out: list[Event] = []
         if stream is not None:
@@ -428,6 +482,7 @@ class ChunkNormalizer:
         return out
 
     def _reasoning_chunk(self, chunk: ReasoningMessageChunkEvent) -> list[Event]:
+        _check_delta(chunk)
         owner, stream = self._resolve(_Kind.REASONING, chunk.message_id, chunk.subagent_run_id)
         out: list[Event] = []
         if stream is not None:
@@ -495,6 +550,7 @@ class ChunkNormalizer:
             return [event]
         # The same id tracked under another owner is a contradiction the verifier reports;
         # keep the bookkeeping consistent and let it.
+        self._check_room(owner, str(event.type), entity_id)
         self._forget(kind, entity_id)
         out = self._close_owner(owner)
         stream = _Stream(kind, entity_id, owner, False, fields)

@@ -289,9 +289,8 @@ def _check(
 
     report = _Report(source)
     session = Session(verify=True, validate=True, keep_delivered=False)
-    seen_warnings = 0
     verifying = True
-    invalid: set[int] = set()
+    invalid = -1  # the index of the current event when the strict pass rejected it
 
     def add(problem: _Problem) -> None:
         report.counts[problem.kind] += 1
@@ -303,15 +302,13 @@ def _check(
         report.verification_stopped_at = at
 
     def drain_warnings(etype: str | None, index: int | None) -> None:
-        nonlocal seen_warnings
-        warnings = session.warnings
-        for warning in warnings[seen_warnings:]:
+        # Only this feed's warnings: reading them costs nothing however many came before.
+        for warning in session.last_warnings:
             at = warning.event_index
-            if at is not None and at in invalid:
+            if at is not None and at == invalid:
                 continue
             kind = "patch" if warning.code in _PATCH_WARNINGS else "warning"
             add(_Problem(kind, warning.code, warning.message, at, etype if at == index else None))
-        seen_warnings = len(warnings)
 
     index = -1
     try:
@@ -321,7 +318,7 @@ def _check(
             etype = _event_type(data)
             # The fast verdict first; the explaining validator only for a failed document.
             for issue in () if is_valid(data) else iter_schema_errors(data):
-                invalid.add(index)
+                invalid = index
                 add(
                     _Problem(
                         "schema", issue.keyword, issue.message, index, etype, issue.pointer or "/"
@@ -337,7 +334,7 @@ def _check(
             except PatchError as exc:  # only with patch_errors="raise"; kept for safety
                 add(_Problem("patch", "patch-failed", str(exc), index, etype, exc.pointer))
             except (SchemaValidationError, UnknownEventTypeError, WireFormatError) as exc:
-                if index not in invalid:  # the strict pass found nothing: say why here
+                if index != invalid:  # the strict pass found nothing: say why here
                     add(_Problem("schema", type(exc).__name__, str(exc), index, etype))
                 stop(index)
             drain_warnings(etype, index)

@@ -271,6 +271,9 @@ _THINKING: Final[Mapping[str, str]] = {
 }
 
 
+_EVENT_CLASSES: Final = tuple(EVENT_CLASSES.values())
+
+
 def _quiet(code: str, message: str) -> None:
     """The default sink: warnings are dropped (the session installs a real one)."""
 
@@ -329,6 +332,11 @@ class Receiver:
             event = self._from_wire(item)
             if event is None:
                 return None
+        elif not isinstance(item, _EVENT_CLASSES):
+            from .wire import parse_event
+
+            unknown: Any = item
+            return parse_event(unknown)  # a list, a string, None: "expected an object"
         else:
             event = item
             if event.extra_members:

@@ -41,6 +41,7 @@ __all__ = [
     "FAMILIES",
     "LIFECYCLE_GATE",
     "LIFECYCLE_RULES",
+    "LIMIT_RULES",
     "RULES",
     "RULES_BY_ID",
     "TABLE",
@@ -152,7 +153,9 @@ class Rule:
     ``example`` is a minimal stream of wire dicts that breaks this rule and no earlier one;
     it is checked by the test suite.  ``at_finish`` marks rules only ``finish()`` reports;
     ``in_process`` marks an example that only an in-process producer can send, because the
-    wire converter would reject it first.
+    wire converter would reject it first.  ``setting`` names the keyword argument of a
+    configured safety limit the rule enforces (:mod:`aguikit.limits`); its example breaks
+    the rule with that setting at 1, since a realistic default needs thousands of events.
     """
 
     id: str
@@ -163,6 +166,7 @@ class Rule:
     example: tuple[Mapping[str, Any], ...]
     at_finish: bool = False
     in_process: bool = False
+    setting: str | None = None
 
 
 def _rs(run: str = "r1", thread: str = "t1") -> dict[str, Any]:
@@ -604,6 +608,18 @@ RULES: Final[tuple[Rule, ...]] = (
         (_rs(), {"type": "TEXT_MESSAGE_START", "messageId": ["not", "an", "id"]}),
         in_process=True,
     ),
+    Rule(
+        "AGUI-V093",
+        "too-many-open-entities",
+        "At most max_open_entities entities are open at once in a run (a configured safety "
+        "limit, 10,000 by default; see docs/limits.md)",
+        "aguikit: memory stays bounded when a producer opens entities and never closes them",
+        "{event_type} would open {noun} '{entity_id}' while {count} entities are already "
+        "open (limit max_open_entities={limit}); close some first, or raise the limit if "
+        "the stream is legitimate",
+        (_rs(), _ts("m1"), _ts("m2")),
+        setting="max_open_entities",
+    ),
 )
 """Every rule, in catalog order."""
 
@@ -694,6 +710,11 @@ LIFECYCLE_RULES: Final[Mapping[str, str]] = {
     "malformed": "AGUI-V092",
 }
 """Rules the engine itself reports, outside any row."""
+
+LIMIT_RULES: Final[Mapping[str, str]] = {
+    "open_entities": "AGUI-V093",
+}
+"""Rules that enforce a configured safety limit (:mod:`aguikit.limits`), by limit."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -1093,7 +1114,7 @@ def _check_table() -> None:
         )
     problems.extend(
         f"LIFECYCLE_RULES names unknown rule {rule_id!r}"
-        for rule_id in LIFECYCLE_RULES.values()
+        for rule_id in (*LIFECYCLE_RULES.values(), *LIMIT_RULES.values())
         if rule_id not in RULES_BY_ID
     )
     if problems:
@@ -1176,6 +1197,12 @@ def render_markdown() -> str:
             out.append("- Reported on: " + ", ".join(f"`{e}`" for e in reporters))
         if rule.in_process:
             out.append("- Only an in-process producer can send this; the wire parser rejects it")
+        if rule.setting is not None:
+            out.append(
+                f"- Reported on: any event that opens an entity; the limit is the "
+                f"`{rule.setting}` argument of `Verifier`, `ChunkNormalizer` and `Session` "
+                f"(the example assumes `{rule.setting}=1`)"
+            )
         out += ["", "Example:", "", "```json"]
         out.extend(json.dumps(event) for event in rule.example)
         if rule.at_finish:

@@ -20,7 +20,9 @@ cheaply and a half-judged stream must not be judged further.
 *Warnings, not prints.*  Everything the receiver tolerates (a dropped event type, a
 stripped member, a deprecated shape translated, a newer protocol version, a patch that did
 not apply) becomes a :class:`SessionWarning` in :attr:`Session.warnings` and a record on
-the ``aguikit`` logger.  A clean stream produces none.
+the ``aguikit`` logger.  A clean stream produces none; a hostile one may earn a warning per
+event, so the list keeps the first ``max_warnings`` and :attr:`Session.warning_count`
+counts them all (:attr:`Session.last_warnings` has each feed's own, however many).
 
 *Truncation is an error.*  :meth:`Session.finish` raises
 :class:`~aguikit.errors.TruncatedStreamError` when the stream ended inside a run: a run
@@ -40,8 +42,9 @@ import attrs
 from ._generated.models import Event, Interrupt, Message, ReasoningMessage
 from ._generated.registry import PROTOCOL_VERSION
 from .apply import NOTHING, Applier, Changed, Subagent
-from .chunks import ChunkNormalizer
+from .chunks import ChunkNormalizer, malformed_event
 from .errors import AguiError, PatchError
+from .limits import MAX_OPEN_ENTITIES, MAX_WARNINGS
 from .receiver import Receiver
 
 __all__ = ["Session", "SessionWarning"]
@@ -87,6 +90,10 @@ class Session:
             that does not apply is a warning and the target stays as it was) or ``"raise"``
             (a :class:`~aguikit.errors.PatchError`, still leaving the target unchanged).
         keep_delivered: Record every delivered event in :attr:`delivered`.
+        max_open_entities: Most entities open at once in a run, for the verifier and the
+            chunk normalizer (``AGUI-V093`` past it); see :mod:`aguikit.limits`.
+        max_warnings: Most warnings kept in :attr:`warnings`; later ones are still counted
+            in :attr:`warning_count`, logged and reported in :attr:`last_warnings`.
     """
 
     def __init__(
@@ -100,18 +107,23 @@ class Session:
         thread_id: str | None = None,
         patch_errors: Literal["warn", "raise"] = "warn",
         keep_delivered: bool = True,
+        max_open_entities: int = MAX_OPEN_ENTITIES,
+        max_warnings: int = MAX_WARNINGS,
     ) -> None:
         self._warnings: list[SessionWarning] = []
+        self._warning_count = 0
+        self._max_warnings = max_warnings
+        self._fresh: list[SessionWarning] = []
         self._index = 0
         self._current: int | None = None
         self._receiver = Receiver(
             validate=validate, protocol_version=protocol_version, on_warning=self._warn
         )
-        self._normalizer = ChunkNormalizer()
+        self._normalizer = ChunkNormalizer(max_open_entities=max_open_entities)
         if verify:
             from .verify import Verifier
 
-            self._verifier: Any = Verifier(thread_id=thread_id)
+            self._verifier: Any = Verifier(thread_id=thread_id, max_open_entities=max_open_entities)
         else:
             self._verifier = None
         if state is _UNSET:
@@ -175,8 +187,21 @@ class Session:
 
     @property
     def warnings(self) -> list[SessionWarning]:
-        """Every warning so far, in order."""
+        """The warnings so far, in order: every one, up to ``max_warnings`` of them."""
         return list(self._warnings)
+
+    @property
+    def warning_count(self) -> int:
+        """How many warnings there have been, including those past ``max_warnings``."""
+        return self._warning_count
+
+    @property
+    def last_warnings(self) -> list[SessionWarning]:
+        """
+        The warnings the latest :meth:`feed` or :meth:`finish` raised, all of them whatever
+        ``max_warnings`` says; costs nothing per call, unlike :attr:`warnings`.
+        """
+        return self._fresh
 
     @property
     def error(self) -> AguiError | None:
@@ -187,7 +212,10 @@ class Session:
 
     def _warn(self, code: str, message: str) -> None:
         warning = SessionWarning(code, message, self._current)
-        self._warnings.append(warning)
+        self._warning_count += 1
+        if len(self._warnings) < self._max_warnings:
+            self._warnings.append(warning)
+        self._fresh.append(warning)
         LOGGER.warning("%s (event %s): %s", code, self._current, message)
 
     def feed(self, event: Event | Mapping[str, Any]) -> list[Changed]:
@@ -214,6 +242,7 @@ class Session:
         self._index = index + 1
         self._current = index
         self._last = []
+        self._fresh = []
         try:
             received = self._receiver.receive(event)
             if received is None:
@@ -227,6 +256,13 @@ class Session:
             error.event_index = index
             self._error = error
             raise
+        except (TypeError, AttributeError, ValueError, RecursionError) as exc:
+            # A typed event holding a value no wire document could (a float protocol
+            # version, a list id) is trusted by the boundary; report it, do not crash.
+            malformed = malformed_event(event, exc)
+            malformed.event_index = index
+            self._error = malformed
+            raise malformed from None
         return self._apply(expanded, index)
 
     def feed_all(self, events: Iterable[Event | Mapping[str, Any]]) -> list[Changed]:
@@ -242,11 +278,13 @@ class Session:
         the stream ended where it may.
 
         Raises:
-            TruncatedStreamError: the stream ended inside a run, or before any run.
+            TruncatedStreamError: the stream ended inside a run, or before any run; its
+                ``event_index`` is the number of inputs fed, one past the last.
         """
         if self._error is not None:
             raise self._error
         self._current = None
+        self._fresh = []
         try:
             expanded = self._normalizer.finish()
             verifier = self._verifier
@@ -254,6 +292,7 @@ class Session:
                 for item in expanded:
                     verifier.verify(item)
         except AguiError as error:
+            error.event_index = self._index
             self._error = error
             raise
         changes = self._apply(expanded, None)
@@ -262,6 +301,7 @@ class Session:
             try:
                 self._verifier.finish()
             except AguiError as error:
+                error.event_index = self._index  # where the stream ended: one past the last
                 self._error = error
                 raise
         return changes
@@ -294,6 +334,11 @@ class Session:
                     f"Failed to apply {what} patch; it was left as it was: {error}",
                 )
                 changes.append(NOTHING)
+            except AguiError as error:
+                # Only a shape the boundary trusted (validate=False) gets here: fatal.
+                error.event_index = index
+                self._error = error
+                raise
             if keep:
                 self._delivered.append(item)
         return changes

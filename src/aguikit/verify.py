@@ -27,12 +27,14 @@ from operator import attrgetter
 from typing import Any, Final, Protocol
 
 from ._generated.registry import EVENT_CLASSES
-from .errors import ProtocolError, TruncatedStreamError
+from .errors import ProtocolError, TruncatedStreamError, short_repr
+from .limits import MAX_OPEN_ENTITIES
 from .rules import (
     FAMILIES,
     LIFECYCLE_GATE,
     LIFECYCLE_NEXT,
     LIFECYCLE_RULES,
+    LIMIT_RULES,
     RULES_BY_ID,
     TABLE,
     Attribution,
@@ -67,9 +69,19 @@ def _describe(owner: Any) -> str:
 class _State:
     """One stream's progress.  Per-run parts are cleared when a new run starts."""
 
-    __slots__ = ("closed", "open", "owners", "phase", "run_id", "stream_thread", "thread_id")
+    __slots__ = (
+        "closed",
+        "max_open",
+        "open",
+        "owners",
+        "phase",
+        "run_id",
+        "stream_thread",
+        "thread_id",
+    )
 
-    def __init__(self, thread_id: str | None) -> None:
+    def __init__(self, thread_id: str | None, max_open: int = MAX_OPEN_ENTITIES) -> None:
+        self.max_open = max_open
         self.phase: Phase = Phase.NEW
         self.run_id: Any = None
         self.thread_id: Any = None
@@ -367,6 +379,9 @@ def _compile_entity(row: Row) -> _Run:
             found = hooks(state, event)
             if found is not None:
                 return found
+        if sum(map(len, state.open)) >= state.max_open:
+            fields = {"noun": noun, "count": state.max_open, "limit": state.max_open}
+            return "open_entities", entity, fields
         opened[key] = None
         if claim and known is _MISSING:
             state.owners[bucket][entity] = asserted
@@ -509,7 +524,9 @@ def _error(
     cls: type[ProtocolError] = ProtocolError,
 ) -> ProtocolError:
     rule = RULES_BY_ID[rule_id]
-    message = rule.template.format(event_type=event_type, entity_id=entity, **fields)
+    entity = _shown(entity)
+    shown = {name: _shown(value) for name, value in fields.items()}
+    message = rule.template.format(event_type=event_type, entity_id=entity, **shown)
     return cls(
         rule.id,
         rule.symbol,
@@ -518,6 +535,12 @@ def _error(
         event_type=event_type,
         entity_id=None if entity is None else str(entity),
     )
+
+
+def _shown(value: Any) -> Any:
+    """A finding's value as it may appear in a message: a hostile id (a list nested
+    thousands deep, a huge object) is shown bounded instead of recursing in ``str``."""
+    return value if value is None or isinstance(value, str | int) else short_repr(value)
 
 
 class Verifier:
@@ -539,14 +562,19 @@ class Verifier:
         thread_id: The ``threadId`` of the ``RunAgentInput`` that requested the stream, when
             the caller knows it.  Every ``RUN_STARTED`` must then carry it; without it the
             first ``RUN_STARTED`` sets the stream's thread.
+        max_open_entities: Most entities open at once (``AGUI-V093`` past it), so a
+            producer that opens and never closes cannot grow the verifier without bound;
+            see :mod:`aguikit.limits`.
 
     .. versionadded:: 0.1.0
     """
 
     __slots__ = ("_index", "_state")
 
-    def __init__(self, *, thread_id: str | None = None) -> None:
-        self._state = _State(thread_id)
+    def __init__(
+        self, *, thread_id: str | None = None, max_open_entities: int = MAX_OPEN_ENTITIES
+    ) -> None:
+        self._state = _State(thread_id, max_open_entities)
         self._index = 0
 
     @property
@@ -605,7 +633,7 @@ class Verifier:
         if found is not None:
             check, entity, fields = found
             raise _error(
-                compiled.rules[check],
+                compiled.rules.get(check) or LIMIT_RULES[check],
                 entity,
                 fields,
                 event_type=compiled.event_type,
@@ -631,6 +659,8 @@ class Verifier:
         Raises:
             TruncatedStreamError: The stream ended inside a run (a truncated response,
                 which otherwise looks exactly like a short answer), or before any run.
+                Its ``event_index`` is where the stream ended: the number of events
+                offered, one past the last.
         """
         state = self._state
         if state.phase is Phase.NEW:
@@ -639,7 +669,7 @@ class Verifier:
                 None,
                 {},
                 event_type=None,
-                event_index=None,
+                event_index=self._index,
                 cls=TruncatedStreamError,
             )
         if state.phase is Phase.ACTIVE:
@@ -648,24 +678,30 @@ class Verifier:
                 state.run_id,
                 {},
                 event_type=None,
-                event_index=None,
+                event_index=self._index,
                 cls=TruncatedStreamError,
             )
 
 
-def verify_all(events: Iterable[Any], *, thread_id: str | None = None) -> None:
+def verify_all(
+    events: Iterable[Any],
+    *,
+    thread_id: str | None = None,
+    max_open_entities: int = MAX_OPEN_ENTITIES,
+) -> None:
     """
     Verify a whole recorded stream: every event, then its end.
 
     Args:
         events: Typed events in stream order.
         thread_id: As for :class:`Verifier`.
+        max_open_entities: As for :class:`Verifier`.
 
     Raises:
         ProtocolError: The first violation; :class:`~aguikit.errors.TruncatedStreamError`
             when the stream ended inside a run or never started one.
     """
-    verifier = Verifier(thread_id=thread_id)
+    verifier = Verifier(thread_id=thread_id, max_open_entities=max_open_entities)
     for event in events:
         verifier.verify(event)
     verifier.finish()

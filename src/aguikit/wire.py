@@ -35,6 +35,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from . import limits
 from ._generated import models
 from ._generated.models import Event, Message, RunAgentInput
 from ._generated.registry import EVENT_CLASSES, MESSAGE_CLASSES
@@ -66,9 +67,10 @@ T = TypeVar("T")
 
 _DISCRIMINATORS: Final = ("type", "role", "op")
 _SCALARS: Final = (str, int, float, bool)
-MAX_JSON_DEPTH: Final = 512
+MAX_JSON_DEPTH: Final = limits.MAX_JSON_DEPTH
 """
-Deepest nesting :func:`loads_event` accepts.  Deeper documents are rejected with
+Deepest nesting :func:`loads_event` accepts, the same default as the stream decoders
+(:data:`aguikit.limits.MAX_JSON_DEPTH`).  Deeper documents are rejected with
 :class:`LimitExceededError` before the decoder or any validator recurses into them.
 """
 

@@ -22,11 +22,13 @@ from itertools import accumulate
 from typing import Any, Final
 
 from ..errors import DecodeError, LimitExceededError
+from ..limits import MAX_JSON_DEPTH
 
 __all__ = ["DEFAULT_MAX_DEPTH", "loads_object"]
 
-DEFAULT_MAX_DEPTH: Final = 256
-"""Deepest array/object nesting accepted in one event (setting ``max_depth``)."""
+DEFAULT_MAX_DEPTH: Final = MAX_JSON_DEPTH
+"""Deepest array/object nesting accepted in one event (setting ``max_depth``); the same
+default as :func:`aguikit.wire.loads_event` (:data:`aguikit.limits.MAX_JSON_DEPTH`)."""
 
 _STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET: Final = re.compile(r"[^\[\]{}]+")

@@ -277,7 +277,9 @@ class AgentClient:
     def _new_session(self) -> Session:
         from ..session import Session
 
-        self._session = Session(verify=self.verify, validate=self.validate)
+        # Every event is handed to the caller as an Update; a second copy kept in the session
+        # would grow with the stream, not with the conversation.
+        self._session = Session(verify=self.verify, validate=self.validate, keep_delivered=False)
         return self._session
 
     def _check_content_type(self, response: httpx.Response) -> None:

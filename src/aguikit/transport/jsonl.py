@@ -18,6 +18,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Ma
 from typing import IO, TYPE_CHECKING, Any, Final
 
 from ..errors import DecodeError, LimitExceededError
+from ..limits import MAX_LINE_BYTES
 from ._json import DEFAULT_MAX_DEPTH, loads_object
 from .sse import dumps
 
@@ -35,7 +36,7 @@ __all__ = [
 ]
 
 MEDIA_TYPE: Final = "application/jsonl"
-DEFAULT_MAX_LINE_BYTES: Final = 16 * 1024 * 1024
+DEFAULT_MAX_LINE_BYTES: Final = MAX_LINE_BYTES
 """Longest line accepted, in bytes (setting ``max_line_bytes``)."""
 
 _BOM: Final = b"\xef\xbb\xbf"
@@ -149,20 +150,22 @@ class JSONLDecoder:
                 raise
         return out
 
-    def _fail_long(self, size: int) -> None:
+    def _fail_long(self, size: int, line: int | None = None, offset: int | None = None) -> None:
+        """A line too long: by default the pending one, after every line consumed so far."""
+        line = self._line + 1 if line is None else line
         raise LimitExceededError(
             "max_line_bytes",
             self._max,
-            f"line {self._line + 1} is at least {size} bytes",
+            f"line {line} is at least {size} bytes",
             source=self.source,
-            line=self._line + 1,
-            byte_offset=self._offset,
+            line=line,
+            byte_offset=self._offset if offset is None else offset,
         )
 
     def _one(self, raw: bytes, offset: int, out: list[dict[str, Any]]) -> None:
         self._line += 1
         if len(raw) > self._max:
-            self._fail_long(len(raw))
+            self._fail_long(len(raw), self._line, offset)
         if not self._started:
             self._started = True
             if raw.startswith(_BOM):

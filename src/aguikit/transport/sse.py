@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from ..errors import DecodeError, LimitExceededError, WireFormatError
+from ..limits import MAX_FRAME_BYTES
 from ._json import DEFAULT_MAX_DEPTH, loads_object
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ __all__ = [
 MEDIA_TYPE: Final = "text/event-stream"
 """The media type an AG-UI agent answers with, and a client asks for in ``Accept``."""
 
-DEFAULT_MAX_FRAME_BYTES: Final = 16 * 1024 * 1024
+DEFAULT_MAX_FRAME_BYTES: Final = MAX_FRAME_BYTES
 """Largest frame accepted, in bytes including line ends (setting ``max_frame_bytes``)."""
 
 _BOM: Final = b"\xef\xbb\xbf"
@@ -182,6 +183,14 @@ class SSEDecoder:
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
                 self._offset += 1
+                if self._frame_start >= 0:
+                    # The LF of a CRLF split across reads counts toward its line's frame, as
+                    # it does when the pair arrives together: the limit must not depend on
+                    # where the network cut the bytes.
+                    self._frame_bytes += 1
+                    if self._frame_bytes > self._max:
+                        self._failed = self._limit_error(self._frame_bytes)
+                        raise self._failed
         last = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
         if last < 0:
             if chunk:
@@ -249,8 +258,11 @@ class SSEDecoder:
             self._too_big(self._frame_bytes + self._pending_len)
 
     def _too_big(self, size: int) -> None:
+        raise self._limit_error(size)
+
+    def _limit_error(self, size: int) -> LimitExceededError:
         start = self._frame_start if self._frame_start >= 0 else self._offset
-        raise LimitExceededError(
+        return LimitExceededError(
             "max_frame_bytes",
             self._max,
             f"frame {self._frames + 1} is at least {size} bytes",
