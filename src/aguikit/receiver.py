@@ -58,6 +58,7 @@ from ._generated.models import (
 from ._generated.registry import EVENT_CLASSES, PROTOCOL_VERSION
 from .validate import fast_check
 from .validate import validate as validate_definition
+from .wire import parse_event
 
 __all__ = ["Receiver", "WarningSink", "compare_protocol_versions", "strip_unknown"]
 
@@ -328,13 +329,11 @@ class Receiver:
             UnknownEventTypeError: the document has no ``type`` string at all.
             WireFormatError: the document could not be turned into its typed event.
         """
-        if isinstance(item, Mapping):
+        if type(item) is dict or isinstance(item, Mapping):
             event = self._from_wire(item)
             if event is None:
                 return None
         elif not isinstance(item, _EVENT_CLASSES):
-            from .wire import parse_event
-
             unknown: Any = item
             return parse_event(unknown)  # a list, a string, None: "expected an object"
         else:
@@ -350,8 +349,6 @@ class Receiver:
         return event
 
     def _from_wire(self, data: Mapping[str, Any]) -> Event | None:
-        from .wire import parse_event  # imported late: wire imports the schema machinery
-
         kind = data.get("type")
         if isinstance(kind, str) and kind not in EVENT_CLASSES:
             self.on_warning(

@@ -55,6 +55,7 @@ from .validate import validate as _validate_definition
 __all__ = [
     "converter",
     "dumps_event",
+    "dumps_wire",
     "loads_event",
     "parse_as",
     "parse_event",
@@ -304,7 +305,7 @@ def parse_event(data: Mapping[str, Any], *, check: bool = True) -> Event:
         SchemaValidationError: a declared field is missing or malformed; ``definition`` is
             the event class name and each issue has the JSON pointer of the field.
     """
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):
         raise _not_an_object("Event", data)
     event_type = data.get("type")
     cls = EVENT_CLASSES.get(event_type) if isinstance(event_type, str) else None
@@ -464,17 +465,50 @@ def loads_event(text: str | bytes, *, check: bool = True) -> Event:
     return parse_event(loads_json(text), check=check)
 
 
+_ENVELOPE: Final = ("type", "timestamp", "rawEvent", "metadata", "subagentRunId")
+"""
+Members written first, in this order.  JSON member order carries no meaning, but the
+official SDK writes the common envelope before an event's own fields, and matching it byte
+for byte lets a recorded stream be diffed against one the SDK produced.
+"""
+
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+"""Built once: ``json.dumps`` with any non-default option builds a new encoder per call."""
+
+
+def dumps_wire(wire: Mapping[str, Any]) -> str:
+    """
+    Compact JSON for a wire dict, in the official SDK's member order.
+
+    Raises:
+        WireFormatError: a value JSON cannot carry (``NaN``, an object of a foreign type).
+    """
+    if (
+        next(iter(wire), None) != "type"
+        or "timestamp" in wire
+        or "rawEvent" in wire
+        or "metadata" in wire
+        or "subagentRunId" in wire
+    ):
+        ordered = {key: wire[key] for key in _ENVELOPE if key in wire}
+        ordered.update(wire)
+        wire = ordered
+    try:
+        return _ENCODER.encode(wire)
+    except (TypeError, ValueError, RecursionError) as exc:
+        kind = wire.get("type")
+        name = kind if isinstance(kind, str) else "Event"
+        raise WireFormatError(name, "", f"not JSON-serialisable: {exc}") from None
+
+
 def dumps_event(event: Any) -> str:
     """
     Encode a generated model as compact JSON, byte-for-byte what the official Python SDK's
-    encoder writes for the same event (no spaces, non-ASCII kept as UTF-8).
+    encoder writes for the same event (no spaces, non-ASCII kept as UTF-8, the envelope
+    members first).
 
     Raises:
         WireFormatError: ``event`` is not a generated model, or holds a value JSON cannot
             carry (``NaN``, an object of a foreign type).
     """
-    wire = to_wire(event)
-    try:
-        return json.dumps(wire, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise WireFormatError(type(event).__name__, "", f"not JSON-serialisable: {exc}") from exc
+    return dumps_wire(to_wire(event))

@@ -31,14 +31,14 @@ The encoder at the bottom writes exactly the bytes the official Python SDK's
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from ..errors import DecodeError, LimitExceededError, WireFormatError
+from ..errors import DecodeError, LimitExceededError
 from ..limits import MAX_FRAME_BYTES
+from ..wire import dumps_wire, to_wire
 from ._json import DEFAULT_MAX_DEPTH, loads_object
 
 if TYPE_CHECKING:
@@ -441,19 +441,6 @@ async def aiter_events(
 
 # --- encoding -------------------------------------------------------------------------
 
-_ENVELOPE: Final = ("type", "timestamp", "rawEvent", "metadata", "subagentRunId")
-"""
-Members written first, in this order.  JSON member order carries no meaning, but the
-official SDK writes the common envelope before an event's own fields, and matching it
-byte for byte lets a recorded stream be diffed against one the SDK produced.
-"""
-
-
-def _envelope_first(wire: Mapping[str, Any]) -> dict[str, Any]:
-    ordered = {key: wire[key] for key in _ENVELOPE if key in wire}
-    ordered.update(wire)
-    return ordered
-
 
 def dumps(event: Event | Mapping[str, Any]) -> str:
     """
@@ -466,17 +453,8 @@ def dumps(event: Event | Mapping[str, Any]) -> str:
         WireFormatError: The event holds a value JSON cannot represent (``NaN``, a set).
     """
     if isinstance(event, Mapping):
-        wire: Mapping[str, Any] = event
-    else:
-        from ..wire import to_wire
-
-        wire = to_wire(event)
-    try:
-        return json.dumps(
-            _envelope_first(wire), separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
-    except (TypeError, ValueError) as exc:
-        raise WireFormatError(str(wire.get("type", "Event")), "", str(exc)) from None
+        return dumps_wire(event)
+    return dumps_wire(to_wire(event))
 
 
 def encode(event: Event | Mapping[str, Any]) -> str:
