@@ -214,6 +214,46 @@ class _Stream:
 _Handler = Callable[["ChunkNormalizer", Any], list[Event]]
 
 
+_Chunk = TextMessageChunkEvent | ToolCallChunkEvent | ReasoningMessageChunkEvent
+
+
+def _with_content(
+    out: list[Event],
+    chunk: _Chunk,
+    owner: str | None,
+    content: Callable[..., Event],
+    **entity: str,
+) -> list[Event]:
+    """
+    Finish a chunk's expansion with its content event, when it carries anything to deliver.
+
+    The content event is attributed to the chunk's own tag, else to the stream's owner, and
+    carries the chunk's base fields; a chunk that only opened its stream and carries
+    nothing else adds no empty content event, and members a newer producer added ride on
+    whatever event the chunk became.
+    """
+    attribution = chunk.subagent_run_id if chunk.subagent_run_id is not None else owner
+    if (
+        chunk.delta is not None
+        or chunk.raw_event is not None
+        or (not out and (chunk.metadata is not None or chunk.extra_members))
+    ):
+        out.append(
+            content(
+                **entity,
+                delta="" if chunk.delta is None else chunk.delta,
+                timestamp=chunk.timestamp,
+                raw_event=chunk.raw_event,
+                metadata=chunk.metadata,
+                subagent_run_id=attribution,
+                extra_members=chunk.extra_members,
+            )
+        )
+    elif chunk.extra_members and out:
+        out[-1] = attrs.evolve(out[-1], extra_members=chunk.extra_members)
+    return out
+
+
 class ChunkNormalizer:
     """
     Turns chunk events into the explicit events the rest of the protocol is written in.
@@ -394,26 +434,7 @@ class ChunkNormalizer:
                     subagent_run_id=owner,
                 )
             )
-        attribution = chunk.subagent_run_id if chunk.subagent_run_id is not None else owner
-        if (
-            chunk.delta is not None
-            or chunk.raw_event is not None
-            or (not out and (chunk.metadata is not None or chunk.extra_members))
-        ):
-            out.append(
-                TextMessageContentEvent(
-                    message_id=message_id,
-                    delta="" if chunk.delta is None else chunk.delta,
-                    timestamp=chunk.timestamp,
-                    raw_event=chunk.raw_event,
-                    metadata=chunk.metadata,
-                    subagent_run_id=attribution,
-                    extra_members=chunk.extra_members,
-                )
-            )
-        elif chunk.extra_members and out:
-            out[-1] = attrs.evolve(out[-1], extra_members=chunk.extra_members)
-        return out
+        return _with_content(out, chunk, owner, TextMessageContentEvent, message_id=message_id)
 
     def _tool_chunk(self, chunk: ToolCallChunkEvent) -> list[Event]:
         _check_delta(chunk)
@@ -460,26 +481,7 @@ class ChunkNormalizer:
                     subagent_run_id=owner,
                 )
             )
-        attribution = chunk.subagent_run_id if chunk.subagent_run_id is not None else owner
-        if (
-            chunk.delta is not None
-            or chunk.raw_event is not None
-            or (not out and (chunk.metadata is not None or chunk.extra_members))
-        ):
-            out.append(
-                ToolCallArgsEvent(
-                    tool_call_id=call_id,
-                    delta="" if chunk.delta is None else chunk.delta,
-                    timestamp=chunk.timestamp,
-                    raw_event=chunk.raw_event,
-                    metadata=chunk.metadata,
-                    subagent_run_id=attribution,
-                    extra_members=chunk.extra_members,
-                )
-            )
-        elif chunk.extra_members and out:
-            out[-1] = attrs.evolve(out[-1], extra_members=chunk.extra_members)
-        return out
+        return _with_content(out, chunk, owner, ToolCallArgsEvent, tool_call_id=call_id)
 
     def _reasoning_chunk(self, chunk: ReasoningMessageChunkEvent) -> list[Event]:
         _check_delta(chunk)
@@ -500,26 +502,7 @@ class ChunkNormalizer:
                     subagent_run_id=owner,
                 )
             )
-        attribution = chunk.subagent_run_id if chunk.subagent_run_id is not None else owner
-        if (
-            chunk.delta is not None
-            or chunk.raw_event is not None
-            or (not out and (chunk.metadata is not None or chunk.extra_members))
-        ):
-            out.append(
-                ReasoningMessageContentEvent(
-                    message_id=message_id,
-                    delta="" if chunk.delta is None else chunk.delta,
-                    timestamp=chunk.timestamp,
-                    raw_event=chunk.raw_event,
-                    metadata=chunk.metadata,
-                    subagent_run_id=attribution,
-                    extra_members=chunk.extra_members,
-                )
-            )
-        elif chunk.extra_members and out:
-            out[-1] = attrs.evolve(out[-1], extra_members=chunk.extra_members)
-        return out
+        return _with_content(out, chunk, owner, ReasoningMessageContentEvent, message_id=message_id)
 
     # ---- explicit events ------------------------------------------------------------------
 
