@@ -259,3 +259,51 @@ def test_plain_output_has_no_ansi_codes_when_not_a_terminal(tmp_path: Path) -> N
     result = run("check", str(write_sse(tmp_path / "run.sse", GOOD)))
 
     assert "\x1b[" not in result.stdout
+
+
+def test_a_long_check_on_a_terminal_shows_progress_on_stderr(tmp_path: Path) -> None:
+    """
+    With stderr on a terminal, a long ``check`` reports events read and their rate there,
+    and clears the line before its own output; the report on stdout carries none of it.
+    """
+    import os
+    import pty
+
+    path = tmp_path / "long.jsonl"
+    with path.open("w", encoding="utf-8") as fp:
+        fp.write(encode_line({"type": "RUN_STARTED", **RUN}))
+        fp.write(encode_line({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}))
+        line = encode_line({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "x"})
+        fp.write(line * 300_000)  # seconds of work: progress waits half a second
+        fp.write(encode_line({"type": "TEXT_MESSAGE_END", "messageId": "m"}))
+        fp.write(encode_line({"type": "RUN_FINISHED", **RUN}))
+    leader, follower = pty.openpty()
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "aguikit", "check", str(path)],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        os.close(follower)
+        follower = -1
+        terminal = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal reports EIO once the writer has gone
+                break
+            if not chunk:
+                break
+            terminal += chunk
+    finally:
+        if follower != -1:
+            os.close(follower)
+        os.close(leader)
+
+    assert 0 == result.returncode, result.stdout
+    assert b"events read (" in terminal
+    assert b"/s)" in terminal
+    assert "events read" not in result.stdout
