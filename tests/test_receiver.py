@@ -239,3 +239,23 @@ def test_version_comparison_is_numeric_not_textual() -> None:
     assert "newer" == compare_protocol_versions("1.10", "1.9")
     assert "not-newer" == compare_protocol_versions("1.9", "1.10")
     assert "?" == compare_protocol_versions("v1", "1.0")
+
+
+def test_stripping_a_deprecated_typed_event_does_not_warn_its_receiver() -> None:
+    """
+    A typed THINKING_* event carrying an unknown member is rebuilt without it; the rebuild
+    is the library's, not the user's, so it must not raise a DeprecationWarning.
+    """
+    import warnings
+
+    from aguikit import Session, parse_event
+
+    session = Session()
+    session.feed({"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
+    event = parse_event({"type": "THINKING_START", "futureProp": 1})
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        session.feed(event)
+
+    assert ["unknown-member", "deprecated-event"] == [w.code for w in session.warnings]

@@ -14,7 +14,14 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Final
+from typing import Any, Final, TypeVar
+
+import attrs
+
+T = TypeVar("T")
+
+# mypy's attrs plugin cannot see that a TypeVar is bound to attrs classes only.
+_evolve: Any = attrs.evolve
 
 _FROM_WIRE: Final[ContextVar[bool]] = ContextVar("aguikit_from_wire", default=False)
 
@@ -39,3 +46,13 @@ def constructing_from_wire() -> Iterator[None]:
         yield
     finally:
         _FROM_WIRE.reset(token)
+
+
+def evolve_quietly(inst: T, **changes: Any) -> T:
+    """
+    ``attrs.evolve`` for library code that rebuilds an event it received (to strip members,
+    say): re-constructing a deprecated event it did not author must not warn its user.
+    """
+    with constructing_from_wire():
+        evolved: T = _evolve(inst, **changes)
+    return evolved

@@ -45,6 +45,7 @@ from typing import Any, Final, Literal, get_args, get_origin
 
 import attrs
 
+from ._deprecation import evolve_quietly
 from ._generated import models
 from ._generated.models import (
     Event,
@@ -341,7 +342,7 @@ class Receiver:
             if event.extra_members:
                 for key in event.extra_members:
                     self._warn_stripped(f"/{_escape(key)}", event.type)
-                event = attrs.evolve(event, extra_members=None)
+                event = evolve_quietly(event, extra_members=None)
         if event.type in _THINKING:
             return self._translate_thinking(event)
         if isinstance(event, RunStartedEvent) and event.protocol_version is not None:
@@ -364,7 +365,7 @@ class Receiver:
             if event.extra_members:
                 for key in event.extra_members:
                     self._warn_stripped(f"/{_escape(key)}", kind)
-                event = attrs.evolve(event, extra_members=None)
+                event = evolve_quietly(event, extra_members=None)
             return event
         check = self._checks.get(kind)
         if check is None:
