@@ -12,11 +12,11 @@ skipped silently.  Fixtures where the corpus contradicts itself are overridden, 
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import pytest
 
+from aguikit.chunks import normalize_all
 from aguikit.errors import AguiError, ProtocolError
 from aguikit.verify import verify_all
 from aguikit.wire import parse_event
@@ -46,20 +46,10 @@ OVERRIDES: dict[str, tuple[str, str, str]] = {
 """Fixtures whose expectation aguikit deliberately inverts: name -> (outcome, text, why)."""
 
 
-def _normalize() -> Any:
-    try:
-        return importlib.import_module("aguikit.chunks").normalize_all
-    except ImportError:
-        return None
-
-
 def _verdict(events: list[Any]) -> tuple[str, str]:
     try:
         if any(str(event.type).endswith("_CHUNK") for event in events):
-            normalize_all = _normalize()
-            if normalize_all is None:
-                pytest.skip("aguikit.chunks is not available yet: chunk streams need it")
-            events = list(normalize_all(events))
+            events = normalize_all(events)
         verify_all(events)
     except ProtocolError as error:
         return "failed", str(error)
