@@ -307,3 +307,30 @@ def test_a_long_check_on_a_terminal_shows_progress_on_stderr(tmp_path: Path) -> 
     assert b"events read (" in terminal
     assert b"/s)" in terminal
     assert "events read" not in result.stdout
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_report_quoting_lone_surrogates_is_written_not_crashed(tmp_path: Path, fmt: str) -> None:
+    """
+    JSON may escape a lone surrogate (``"\\ud800"``); quoting one in a report must not die
+    encoding stdout.  Found by the CLI fuzz: the in-process run wrote to a StringIO, which
+    accepts anything, while the real command's UTF-8 stdout refused it.
+    """
+    path = tmp_path / "surrogates.jsonl"
+    path.write_text(
+        '{"type":"RUN_STARTED","threadId":"t","runId":"r"}\n'
+        '{"type":"TEXT_MESSAGE_STAR\\ud800T","messageId":"m"}\n'
+        '{"type":"TEXT_MESSAGE_START","messageId":"m\\ud800","x\\udfff":1}\n',
+        encoding="utf-8",
+    )
+
+    result = run("check", str(path), "--format", fmt)
+
+    assert 1 == result.returncode
+    assert "Traceback" not in result.stderr, result.stderr
+    if fmt == "json":
+        assert any("ud800" in p["message"] for p in json.loads(result.stdout)["problems"])
+    else:
+        assert "TEXT_MESSAGE_STAR\\ud800T" in result.stdout
+    replay = run("replay", str(path))
+    assert "Traceback" not in replay.stderr, replay.stderr

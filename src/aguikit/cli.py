@@ -21,6 +21,7 @@ Deliberately absent: watching a live agent over several runs, and rich/TUI rende
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
 import logging
@@ -633,6 +634,14 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = _parser().parse_args(argv)
     out, err = sys.stdout, sys.stderr
+    for stream in (out, err):
+        # Hostile input can carry lone surrogates ("\ud800" is valid JSON); a report quoting
+        # one must not die encoding it.  Escaped, it stays readable, and inside the JSON
+        # report it is the very escape the producer sent.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                reconfigure(errors="backslashreplace")
     # Session warnings are reported as lines of their own; keep the logger from echoing them.
     logging.getLogger("aguikit").addHandler(logging.NullHandler())
     try:
