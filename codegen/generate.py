@@ -14,8 +14,10 @@ into three checked-in files under ``src/aguikit/_generated/``:
 ``registry.py``
     Facts derived from the schema that hand-written code needs as data: the protocol
     version, the event type to class table, the deprecated event types, the message role
-    to class table.  Generating them means the verifier table can be checked against the
-    schema rather than against a list someone typed.
+    to class table, and every discriminated union with the property that selects its
+    member.  Generating them means the verifier table can be checked against the schema
+    rather than against a list someone typed, and that no module rediscovers a union's
+    discriminator at run time.
 
 Only what a template cannot express is done here: bundling, and a pre-pass that flattens
 ``allOf`` (attrs slotted classes cannot inherit from two bases), turns open maps into
@@ -37,6 +39,8 @@ import re
 import subprocess
 import sys
 import tempfile
+import textwrap
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -292,28 +296,144 @@ def _ruff_format(text: str, workdir: Path, name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
+DISCRIMINATOR_ORDER = ("type", "role", "op")
+"""Properties tried first, in this order, when looking for a union's discriminator."""
+
+Discriminated = tuple[str, dict[str, str]]
+"""A union's discriminating property, and each of its values mapped to the member."""
+
+
+def _ref_name(option: Any) -> str | None:
+    """The definition a ``oneOf`` option names, if it is a local ``$ref``."""
+    if isinstance(option, dict) and isinstance(option.get("$ref"), str):
+        ref: str = option["$ref"]
+        if ref.startswith("#/$defs/"):
+            return ref.removeprefix("#/$defs/")
+    return None
+
+
+def _pins(definition: Json) -> dict[str, str]:
+    """The properties a (flattened) definition pins to a string ``const``."""
+    return {
+        prop: schema["const"]
+        for prop, schema in definition.get("properties", {}).items()
+        if isinstance(schema, dict) and isinstance(schema.get("const"), str)
+    }
+
+
+def discriminated_unions(bundled: Json) -> dict[str, Discriminated]:
+    """
+    Every ``oneOf`` of ``$ref``s in the bundle, with the property that selects its member.
+
+    The discriminator is the first property, trying ``type``, ``role``, ``op`` and then the
+    others alphabetically, that every member pins to a string ``const`` (inherited through
+    ``allOf`` or its own).  A union with no such property, or where two members pin it to
+    the same value, stops codegen: a receiver could not tell those members apart.
+    """
+    defs = bundled["$defs"]
+    done: dict[str, Json] = {}
+    unions: dict[str, Discriminated] = {}
+    for name, definition in defs.items():
+        options = definition.get("oneOf")
+        if not isinstance(options, list) or not options:
+            continue
+        names = [_ref_name(option) for option in options]
+        members = [ref for ref in names if ref is not None and ref in defs]
+        if len(members) != len(names):
+            continue  # not a union of definitions: nothing to discriminate by name
+        pins = [(member, _pins(_flatten(member, defs, done))) for member in members]
+        candidates = {prop for _, pinned in pins for prop in pinned}
+        ordered = [p for p in DISCRIMINATOR_ORDER if p in candidates] + sorted(
+            candidates - set(DISCRIMINATOR_ORDER)
+        )
+        common = [prop for prop in ordered if all(prop in pinned for _, pinned in pins)]
+        if not common:
+            detail = "; ".join(
+                f"{member} pins {', '.join(sorted(pinned)) or 'nothing'}" for member, pinned in pins
+            )
+            raise SystemExit(
+                f"union {name}: its members pin no common property to a string const, "
+                f"so nothing tells them apart ({detail})"
+            )
+        prop = common[0]
+        table: dict[str, str] = {}
+        for member, pinned in pins:
+            value = pinned[prop]
+            if value in table:
+                raise SystemExit(
+                    f"union {name}: {table[value]} and {member} both pin {prop!r} to "
+                    f"{value!r}, so {prop!r} cannot tell them apart"
+                )
+            table[value] = member
+        unions[name] = (prop, table)
+    return unions
+
+
+def union_tags(unions: dict[str, Discriminated]) -> dict[str, tuple[str, str]]:
+    """Every union member's ``(property, value)`` tag; a member of two unions must agree."""
+    tags: dict[str, tuple[str, str]] = {}
+    owner: dict[str, str] = {}
+    for union, (prop, table) in unions.items():
+        for value, member in table.items():
+            tag = (prop, value)
+            if member in tags and tags[member] != tag:
+                raise SystemExit(
+                    f"{member} is tagged {tags[member][0]}={tags[member][1]!r} in union "
+                    f"{owner[member]} but {prop}={value!r} in union {union}"
+                )
+            tags.setdefault(member, tag)
+            owner.setdefault(member, union)
+    return tags
+
+
+def _check_event_types(enum: list[str], by_type: list[tuple[str, str]]) -> None:
+    """Stop codegen, naming each difference, unless ``EventType`` lists the union's types."""
+    listed = Counter(enum)
+    pinned = Counter(event_type for event_type, _ in by_type)
+    if listed == pinned:
+        return
+    problems = []
+    only_enum = [t for t in listed if t not in pinned]
+    only_union = [t for t in pinned if t not in listed]
+    if only_enum:
+        problems.append(f"in EventType but pinned by no Event member: {', '.join(only_enum)}")
+    if only_union:
+        problems.append(
+            "pinned by an Event member but not in EventType: "
+            + ", ".join(f"{t} ({cls})" for t, cls in by_type if t in only_union)
+        )
+    repeated = [t for t, n in listed.items() if n > 1]
+    if repeated:
+        problems.append(f"listed more than once in EventType: {', '.join(repeated)}")
+    raise SystemExit("EventType and the Event union disagree: " + "; ".join(problems))
+
+
+def _union_table(unions: dict[str, Discriminated], name: str, prop: str) -> list[tuple[str, str]]:
+    if name not in unions or unions[name][0] != prop:
+        found = f"by {unions[name][0]!r}" if name in unions else "not at all"
+        raise SystemExit(f"the {name} union must be discriminated by {prop!r}, but is {found}")
+    return list(unions[name][1].items())
+
+
+def _doc(text: str) -> list[str]:
+    return ['"""', *textwrap.wrap(text, width=88), '"""', ""]
+
+
+_ONE_TABLE = (
+    "Generated so that the validator, the converter and the receiver read one table "
+    "instead of rediscovering it."
+)
+
+
 def render_registry(bundled: Json, header: str, workdir: Path) -> str:
     defs = bundled["$defs"]
-    event_classes = [ref["$ref"].removeprefix("#/$defs/") for ref in defs["Event"]["oneOf"]]
-    by_type: list[tuple[str, str]] = []
-    deprecated: list[str] = []
-    for cls in event_classes:
-        definition = defs[cls]
-        event_type = definition["properties"]["type"]["const"]
-        by_type.append((event_type, cls))
-        if definition.get("deprecated"):
-            deprecated.append(event_type)
-    enum = defs["EventType"]["enum"]
-    if sorted(enum) != sorted(t for t, _ in by_type):
-        raise SystemExit("EventType and the Event union disagree")
-    roles = [
-        (
-            defs[ref["$ref"].removeprefix("#/$defs/")]["properties"]["role"]["const"],
-            ref["$ref"].removeprefix("#/$defs/"),
-        )
-        for ref in defs["Message"]["oneOf"]
-    ]
-    imports = sorted({cls for _, cls in by_type} | {cls for _, cls in roles})
+    unions = discriminated_unions(bundled)
+    tags = union_tags(unions)
+    by_type = _union_table(unions, "Event", "type")
+    _check_event_types(defs["EventType"]["enum"], by_type)
+    deprecated = [event_type for event_type, cls in by_type if defs[cls].get("deprecated")]
+    roles = _union_table(unions, "Message", "role")
+    imports = sorted({cls for _, cls in by_type} | {cls for _, cls in roles} | {"Event", "Message"})
     lines = [
         header,
         "",
@@ -350,12 +470,35 @@ def render_registry(bundled: Json, header: str, workdir: Path) -> str:
         "}",
         '"""Every message role, mapped to the class that models a message of that role."""',
         "",
+        "UNIONS: Final[dict[str, tuple[str, dict[str, str]]]] = {",
+        *[
+            line
+            for union, (prop, table) in unions.items()
+            for line in (
+                f"    {union!r}: (",
+                f"        {prop!r},",
+                "        {",
+                *[f"            {value!r}: {member!r}," for value, member in table.items()],
+                "        },",
+                "    ),",
+            )
+        ],
+        "}",
+        *_doc(
+            "Every discriminated union of the schema, by definition name: the wire property "
+            "whose value selects the member, and that value mapped to the member's definition "
+            "name, in schema order.  A union is a ``oneOf`` of definitions that all pin one "
+            "property to a string ``const``.  " + _ONE_TABLE
+        ),
+        "TAGS: Final[dict[str, tuple[str, str]]] = {",
+        *[f"    {member!r}: ({prop!r}, {value!r})," for member, (prop, value) in tags.items()],
+        "}",
+        *_doc(
+            "Every member of a union in ``UNIONS``, by definition name: the wire property that "
+            "tags it and the value it pins that property to.  " + _ONE_TABLE
+        ),
     ]
-    text = "\n".join(lines)
-    text = text.replace(
-        "from .models import (", "from .models import (\n    Event,\n    Message,", 1
-    )
-    return _ruff_format(text, workdir, "registry.py")
+    return _ruff_format("\n".join(lines), workdir, "registry.py")
 
 
 INIT = '''{header}
@@ -363,21 +506,26 @@ INIT = '''{header}
 """
 Code generated from ``schema/``: the attrs models and the facts derived from the schema.
 
-Nothing in this package is written by hand.  ``aguikit.events`` and ``aguikit.messages``
-re-export what users import; this package stays private so that generated names can change
-shape with the generator without changing the public surface.
+Nothing in this package is written by hand.  ``aguikit.models`` re-exports what users
+import; this package stays private so that generated names can change shape with the
+generator without changing the public surface.
 """
 '''
 
 
-def generate_all(schema_dir: Path, out_dir: Path) -> dict[str, str]:
-    """Render every generated file's text, by file name."""
+def generate_all(schema_dir: Path) -> dict[str, str]:
+    """
+    Render every generated file's text, by file name; writing them is the caller's job.
+
+    The registry is rendered first: its consistency checks fail in well under a second,
+    before dmcg spends its time on the models.
+    """
     bundled = bundle(load_family_files(schema_dir))
     header = HEADER.format(schema_id=bundled["$id"])
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        models = render_models(prepass(bundled), header, work)
         registry = render_registry(bundled, header, work)
+        models = render_models(prepass(bundled), header, work)
     return {
         "__init__.py": INIT.format(header=header),
         "schema.json": json.dumps(bundled, indent=2, ensure_ascii=False) + "\n",
@@ -392,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schema", type=Path, default=SCHEMA_DIR)
     parser.add_argument("--out", type=Path, default=OUTPUT_DIR)
     args = parser.parse_args(argv)
-    files = generate_all(args.schema, args.out)
+    files = generate_all(args.schema)
     if args.check:
         stale = []
         for name, text in files.items():

@@ -5,6 +5,8 @@ generates, generation is deterministic, and drift is caught and named.
 
 from __future__ import annotations
 
+import importlib.util
+import inspect
 import json
 import re
 import shutil
@@ -12,7 +14,9 @@ import subprocess
 import sys
 import typing
 from pathlib import Path
+from typing import Any, Literal
 
+import attrs
 import pytest
 
 pytest.importorskip(
@@ -26,8 +30,10 @@ from aguikit._generated.registry import (
     MESSAGE_CLASSES,
     PROTOCOL_VERSION,
     SCHEMA_ID,
+    TAGS,
+    UNIONS,
 )
-from aguikit.validate import load_schema
+from aguikit.validate import _discriminators, load_schema
 
 REPO = Path(__file__).resolve().parent.parent
 GENERATE = REPO / "codegen" / "generate.py"
@@ -203,3 +209,174 @@ def test_protocol_version_follows_a_changed_id(tmp_path: Path) -> None:
     assert "PROTOCOL_VERSION: Final = '7.3'" in registry or (
         'PROTOCOL_VERSION: Final = "7.3"' in registry
     )
+
+
+def _load_generator() -> Any:
+    spec = importlib.util.spec_from_file_location("aguikit_codegen_generate", GENERATE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _member(**pins: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {prop: {"const": value} for prop, value in pins.items()},
+    }
+
+
+def _tiny_schema(
+    directory: Path, event_types: list[str], events: dict[str, str], **extra: Any
+) -> Path:
+    """A one-file schema: an ``EventType`` enum, an ``Event`` union and a ``Message`` union."""
+    defs: dict[str, Any] = {
+        "EventType": {"type": "string", "enum": event_types},
+        "Event": {"oneOf": [{"$ref": f"#/$defs/{cls}"} for cls in events]},
+        **{cls: _member(type=event_type) for cls, event_type in events.items()},
+        "Message": {"oneOf": [{"$ref": "#/$defs/UserMessage"}]},
+        "UserMessage": _member(role="user"),
+        **extra,
+    }
+    directory.mkdir()
+    (directory / "agui.json").write_text(
+        json.dumps(
+            {
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "$id": "https://aguikit.dev/schema/1.0/agui.json",
+                "$ref": "#/$defs/Event",
+                "$defs": defs,
+            }
+        ),
+        encoding="utf-8",
+    )
+    return directory
+
+
+def test_the_generated_unions_equal_what_the_validator_discovers_at_run_time() -> None:
+    """``UNIONS`` is what ``validate._discriminators`` computes, in the same order."""
+    discovered = _discriminators()
+
+    assert 7 == len(UNIONS)
+    assert [(name, prop, list(table.items())) for name, (prop, table) in UNIONS.items()] == [
+        (name, prop, list(table.items())) for name, (prop, table) in discovered.items()
+    ]
+
+
+def test_tags_agree_with_the_literal_discriminator_of_every_generated_member_class() -> None:
+    """Each tagged class has one field with that wire name, typed ``Literal[value]``."""
+    for member, (prop, value) in TAGS.items():
+        cls = getattr(models, member)
+        hints = typing.get_type_hints(cls)
+        fields = [f for f in attrs.fields(cls) if f.metadata.get("wire", f.name) == prop]
+
+        assert 1 == len(fields), member
+        assert Literal[value] == hints[fields[0].name], member
+        assert value == fields[0].default, member
+
+
+def test_tags_hold_exactly_the_members_of_every_generated_union() -> None:
+    """Every class of a generated union alias is tagged as its ``UNIONS`` entry says."""
+    tagged: dict[str, tuple[str, str]] = {}
+    for union, (prop, table) in UNIONS.items():
+        members = {cls.__name__ for cls in typing.get_args(getattr(models, union))}
+
+        assert set(table.values()) == members, union
+        tagged |= {member: (prop, value) for value, member in table.items()}
+    assert tagged == TAGS
+
+
+@pytest.mark.parametrize(
+    ("event_types", "named"),
+    [
+        (["A", "B", "GHOST"], ["in EventType but pinned by no Event member: GHOST"]),
+        (["A"], ["pinned by an Event member but not in EventType: B (BEvent)"]),
+        (["A", "A", "B"], ["listed more than once in EventType: A"]),
+    ],
+)
+def test_the_event_type_disagreement_error_names_the_type_and_its_side(
+    tmp_path: Path, event_types: list[str], named: list[str]
+) -> None:
+    """Codegen stops, saying which type is on one side only, and writes nothing."""
+    schema = _tiny_schema(tmp_path / "schema", event_types, {"AEvent": "A", "BEvent": "B"})
+    out = tmp_path / "out"
+
+    result = _run("--schema", str(schema), "--out", str(out))
+
+    assert 1 == result.returncode
+    assert "EventType and the Event union disagree" in result.stderr
+    assert all(text in result.stderr for text in named), result.stderr
+    assert not out.exists()
+
+
+def test_a_union_whose_members_pin_no_common_property_stops_codegen_naming_it(
+    tmp_path: Path,
+) -> None:
+    """A ``oneOf`` that nothing tells apart is a schema error, not a silent gap in the table."""
+    schema = _tiny_schema(
+        tmp_path / "schema",
+        ["A"],
+        {"AEvent": "A"},
+        Shape={"oneOf": [{"$ref": "#/$defs/Circle"}, {"$ref": "#/$defs/Square"}]},
+        Circle=_member(kind="circle"),
+        Square=_member(type="square"),
+    )
+
+    result = _run("--schema", str(schema), "--out", str(tmp_path / "out"))
+
+    assert 1 == result.returncode
+    assert "union Shape" in result.stderr
+    assert "Circle pins kind; Square pins type" in result.stderr
+
+
+def test_a_repeated_discriminator_value_stops_codegen_naming_the_union(tmp_path: Path) -> None:
+    """Two members pinning the same value cannot be told apart: codegen names both."""
+    schema = _tiny_schema(
+        tmp_path / "schema",
+        ["A"],
+        {"AEvent": "A"},
+        Shape={"oneOf": [{"$ref": "#/$defs/Circle"}, {"$ref": "#/$defs/Disc"}]},
+        Circle=_member(type="round"),
+        Disc=_member(type="round"),
+    )
+
+    result = _run("--schema", str(schema), "--out", str(tmp_path / "out"))
+
+    assert 1 == result.returncode
+    assert "union Shape: Circle and Disc both pin 'type' to 'round'" in result.stderr
+
+
+def test_a_union_discriminator_is_searched_type_role_op_then_alphabetically() -> None:
+    """Any commonly pinned property qualifies; ``type`` wins over others, then a-z order."""
+    generator = _load_generator()
+    shapes = {
+        "Shape": {"oneOf": [{"$ref": "#/$defs/Circle"}, {"$ref": "#/$defs/Square"}]},
+        "Circle": _member(zone="z1", kind="circle", type="c"),
+        "Square": _member(zone="z2", kind="square", type="s"),
+        "Tile": {"oneOf": [{"$ref": "#/$defs/Red"}, {"$ref": "#/$defs/Blue"}]},
+        "Red": _member(zone="z1", kind="red"),
+        "Blue": _member(zone="z2", kind="blue", type="b"),
+    }
+
+    unions = generator.discriminated_unions({"$defs": shapes})
+
+    assert {
+        "Shape": ("type", {"c": "Circle", "s": "Square"}),
+        "Tile": ("kind", {"red": "Red", "blue": "Blue"}),
+    } == unions
+
+
+def test_a_member_tagged_differently_by_two_unions_stops_codegen() -> None:
+    """``TAGS`` has one tag per class, so two unions must agree on a shared member."""
+    generator = _load_generator()
+    unions = {"Event": ("type", {"A": "Both"}), "Message": ("role", {"user": "Both"})}
+
+    with pytest.raises(SystemExit, match="Both is tagged type='A' in union Event but role="):
+        generator.union_tags(unions)
+
+
+def test_generate_all_takes_only_the_schema_directory() -> None:
+    """It renders texts and writes nothing, so it has no use for an output directory."""
+    generator = _load_generator()
+
+    assert ["schema_dir"] == list(inspect.signature(generator.generate_all).parameters)

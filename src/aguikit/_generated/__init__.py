@@ -5,7 +5,7 @@
 """
 Code generated from ``schema/``: the attrs models and the facts derived from the schema.
 
-Nothing in this package is written by hand.  ``aguikit.events`` and ``aguikit.messages``
-re-export what users import; this package stays private so that generated names can change
-shape with the generator without changing the public surface.
+Nothing in this package is written by hand.  ``aguikit.models`` re-exports what users
+import; this package stays private so that generated names can change shape with the
+generator without changing the public surface.
 """
