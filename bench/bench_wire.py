@@ -25,8 +25,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from aguikit.encode import dumps_event
 from aguikit.validate import validate_event
-from aguikit.wire import dumps_event, parse_event, to_wire
+from aguikit.wire import parse_event, to_wire
 
 
 def build_stream(target: int) -> list[dict[str, Any]]:

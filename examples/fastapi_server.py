@@ -9,7 +9,7 @@ Run it and point aguikit at it::
     aguikit replay http://127.0.0.1:8000/agent
 
 The agent parses the request with :func:`aguikit.wire.parse_run_agent_input`, builds typed
-events and writes each with :func:`aguikit.transport.sse.encode`, which produces the same
+events and writes each with :func:`aguikit.encode.encode_sse`, which produces the same
 bytes as the official SDK's ``EventEncoder``.  With FastAPI, return the same
 ``StreamingResponse`` from a ``@app.post`` handler.
 """
@@ -25,8 +25,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from aguikit import models as m
+from aguikit.encode import encode_sse as encode
 from aguikit.errors import AguiError
-from aguikit.transport.sse import MEDIA_TYPE, encode
+from aguikit.transport.sse import MEDIA_TYPE
 from aguikit.wire import parse_run_agent_input
 
 

@@ -8,7 +8,8 @@ import attrs
 import pytest
 
 from aguikit.apply import Applier, ChangeKind, SubagentStatus, What, apply_patch
-from aguikit.errors import PatchError, WireFormatError
+from aguikit.chunks import normalize_all
+from aguikit.errors import PatchError, StageOrderError, WireFormatError
 from aguikit.models import (
     ActivityDeltaEvent,
     ActivityMessage,
@@ -19,6 +20,7 @@ from aguikit.models import (
     MessagesSnapshotEvent,
     ReasoningEncryptedValueEvent,
     ReasoningEndEvent,
+    ReasoningMessageChunkEvent,
     ReasoningMessageContentEvent,
     ReasoningMessageEndEvent,
     ReasoningMessageStartEvent,
@@ -40,11 +42,13 @@ from aguikit.models import (
     TextMessageStartEvent,
     TextPart,
     ToolCallArgsEvent,
+    ToolCallChunkEvent,
     ToolCallEndEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
     UserMessage,
 )
+from aguikit.receiver import Receiver
 from aguikit.wire import to_wire
 
 
@@ -345,18 +349,32 @@ def test_a_thought_reports_started_and_ended_once_however_many_brackets() -> Non
     assert [ChangeKind.STARTED, ChangeKind.UPDATED, ChangeKind.ENDED, ChangeKind.NONE] == kinds
 
 
-def test_the_deprecated_thinking_family_becomes_reasoning_with_minted_ids(
+def test_the_deprecated_thinking_family_becomes_reasoning_with_the_receivers_minted_ids(
     thinking: list[Any],
 ) -> None:
-    """THINKING_* carry no ids; the applier mints one per block."""
-    applier = applied(*thinking)
+    """THINKING_* carry no ids; the receiver translates them and mints one, once, for all."""
+    receiver = Receiver()
+    applier = applied(*(receiver.receive(event) for event in thinking))
 
     (message,) = applier.messages
-    assert ("reasoning", "Let me check.", "thinking-1") == (
+    assert ("reasoning", "Let me check.", "thinking-message-2") == (
         message.role,
         message.content,
         message.id,
     )
+
+
+def test_a_bare_applier_refuses_a_deprecated_event_naming_the_receiver(
+    thinking: list[Any],
+) -> None:
+    """No second translation: the applier says which stage should have run, and changes nothing."""
+    applier = Applier()
+
+    with pytest.raises(StageOrderError) as info:
+        applier.apply(thinking[0])
+
+    assert ("AGUI-V094", "aguikit.receiver.Receiver") == (info.value.rule, info.value.stage)
+    assert [] == applier.messages
 
 
 @pytest.fixture
@@ -512,14 +530,39 @@ def test_a_tool_result_with_parts_keeps_them_unchanged() -> None:
     assert [{"type": "text", "text": "attached"}] == wire(applier)[0]["content"]
 
 
-def test_chunks_applied_directly_are_expanded_on_the_way_in() -> None:
-    """Without a session in front, the applier still assembles chunked text."""
+def test_chunks_expanded_by_the_normalizer_assemble_in_the_applier() -> None:
+    """The normalizer expands chunks once, before the applier, which folds the result."""
     applier = applied(
-        TextMessageChunkEvent(message_id="m", delta="Hel"),
-        TextMessageChunkEvent(delta="lo"),
+        *normalize_all(
+            [
+                TextMessageChunkEvent(message_id="m", delta="Hel"),
+                TextMessageChunkEvent(delta="lo"),
+            ]
+        )
     )
 
     assert "Hello" == applier.text_of("m")
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        TextMessageChunkEvent(message_id="m", delta="Hel"),
+        ToolCallChunkEvent(tool_call_id="c", tool_call_name="f", delta="{}"),
+        ReasoningMessageChunkEvent(message_id="r", delta="hmm"),
+    ],
+    ids=lambda e: str(e.type),
+)
+def test_a_bare_applier_refuses_a_chunk_naming_the_normalizer(chunk: Any) -> None:
+    """No private second normalizer: a chunk is a StageOrderError, and nothing changes."""
+    applier = Applier()
+
+    with pytest.raises(StageOrderError) as info:
+        applier.apply(chunk)
+
+    assert ("AGUI-V091", "aguikit.chunks.ChunkNormalizer") == (info.value.rule, info.value.stage)
+    assert "applier" in str(info.value)
+    assert [] == applier.messages
 
 
 def test_state_as_structures_the_state_into_a_users_class() -> None:

@@ -66,7 +66,7 @@ import attrs
 import pytest
 from tests import corpus, hostile
 
-from aguikit import AguiError, Session, to_wire
+from aguikit import AguiError, ProtocolError, Session, to_wire
 from aguikit.cli import main as cli_main
 from aguikit.transport.sse import iter_events
 
@@ -122,7 +122,9 @@ def _warnings(warnings: list[Any]) -> list[dict[str, Any]]:
 def _error(exc: AguiError) -> dict[str, Any]:
     return {
         "class": type(exc).__name__,
-        "rule": getattr(exc, "rule", None),
+        # Since the renovation every error carries its catalogue id; the record keeps the
+        # ids it pinned before (protocol rules), the rest are pinned by test_catalogue.py.
+        "rule": exc.rule if isinstance(exc, ProtocolError) else None,
         "event_index": exc.event_index,
         "message": str(exc),
     }
@@ -132,24 +134,22 @@ def record_session(events: list[Any], **session_kwargs: Any) -> dict[str, Any]:
     """
     Everything a consumer of :class:`aguikit.Session` observes while ``events`` are fed.
 
-    ADAPT HERE AFTER THE RENOVATION (and only here, for the session side): ``Session.feed``
-    will return one value per delivered event carrying the event and its change, and
-    ``last_delivered`` may be deprecated.  Rebuild the same ``{"event", "change"}`` pairs
-    from the new return value; the record must come out byte-identical for unchanged
-    behaviour.  Today the pairs come from ``last_delivered`` zipped with ``feed``'s list of
-    :class:`~aguikit.Changed` (aligned one to one, which ``strict=True`` checks).
+    The record was first written before the renovation, when ``feed`` returned bare
+    changes and the events came from ``last_delivered``; since then ``feed`` returns one
+    :class:`~aguikit.Update` per delivered event, and the same ``{"event", "change"}``
+    pairs are read straight from it.  Unchanged behaviour gives a byte-identical record.
     """
     session = Session(**session_kwargs)
 
     def step(call: Callable[[], list[Any]]) -> dict[str, Any]:
         try:
-            changes = call()
+            updates = call()
         except AguiError as exc:
             return {"error": _error(exc), "warnings": _warnings(session.last_warnings)}
         return {
             "delivered": [
-                {"event": to_wire(event), "change": _plain(change)}
-                for event, change in zip(session.last_delivered, changes, strict=True)
+                {"event": to_wire(update.event), "change": _plain(update.change)}
+                for update in updates
             ],
             "warnings": _warnings(session.last_warnings),
         }

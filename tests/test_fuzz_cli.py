@@ -32,7 +32,7 @@ from tests.servers import RecordingServer, Route, serve, split_every
 
 from aguikit import AguiError, DecodeError, LimitExceededError, TransportError
 from aguikit.cli import main
-from aguikit.transport.http import AgentClient
+from aguikit.client import AgentClient
 
 pytestmark = pytest.mark.fuzz
 

@@ -12,6 +12,7 @@ from tests.servers import RecordingServer, Route, serve, split_every
 
 from aguikit._generated import models as m
 from aguikit._generated.registry import PROTOCOL_VERSION
+from aguikit.client import AgentClient, Update, prepare_input
 from aguikit.errors import (
     ContentTypeError,
     DecodeError,
@@ -20,7 +21,6 @@ from aguikit.errors import (
     TransportError,
     TruncatedStreamError,
 )
-from aguikit.transport.http import AgentClient, Update, prepare_input
 from aguikit.transport.sse import encode_bytes
 
 RUN = {"threadId": "t1", "runId": "r1"}

@@ -6,6 +6,7 @@ limit is still accepted.
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
@@ -27,7 +28,8 @@ from aguikit.limits import MAX_JSON_DEPTH, MAX_OPEN_ENTITIES, MAX_WARNINGS
 from aguikit.transport import DEFAULT_MAX_DEPTH, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_LINE_BYTES
 from aguikit.transport.jsonl import JSONLDecoder, iter_jsonl
 from aguikit.transport.sse import SSEDecoder, iter_events, iter_frames
-from aguikit.wire import MAX_JSON_DEPTH as WIRE_MAX_JSON_DEPTH
+
+LOADS_EVENT_MAX_DEPTH = inspect.signature(loads_event).parameters["max_depth"].default
 
 RS = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
 RF = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
@@ -51,7 +53,7 @@ def snapshot_at_depth(depth: int) -> str:
 
 def test_every_decoder_shares_one_json_depth_default() -> None:
     """SSE, JSONL and ``loads_event`` refuse at the same documented depth."""
-    assert MAX_JSON_DEPTH == DEFAULT_MAX_DEPTH == WIRE_MAX_JSON_DEPTH
+    assert MAX_JSON_DEPTH == DEFAULT_MAX_DEPTH == LOADS_EVENT_MAX_DEPTH
 
 
 def test_the_transport_defaults_are_the_documented_ones() -> None:

@@ -13,21 +13,25 @@ from typing import Any
 import attrs
 import pytest
 
-from aguikit import rules, verify
+from aguikit import catalogue, reference, rules, verify
 from aguikit._generated.models import EventType
 from aguikit._generated.registry import EVENT_CLASSES
+from aguikit.catalogue import Stage
 from aguikit.errors import ProtocolError
-from aguikit.rules import RULES, RULES_BY_ID, TABLE, Row, Rule, TableError
+from aguikit.rules import RULES, TABLE, Row, Rule, TableError
 from aguikit.verify import verify_all
 from aguikit.wire import parse_event
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 
+VERIFIER_RULES = [rule for rule in RULES if rule.stage is Stage.VERIFIER]
+"""The catalogue rows the verifier reports (the other stages' rows: tests/test_catalogue.py)."""
+
 
 def test_rule_ids_and_symbols_are_unique_and_well_formed() -> None:
-    """Ids are ``AGUI-V`` plus three digits, symbols kebab-case; neither repeats."""
-    ids = [rule.id for rule in RULES]
-    symbols = [rule.symbol for rule in RULES]
+    """The verifier's ids are ``AGUI-V`` plus three digits, symbols kebab-case; neither repeats."""
+    ids = [rule.id for rule in VERIFIER_RULES]
+    symbols = [rule.symbol for rule in VERIFIER_RULES]
 
     assert len(set(ids)) == len(ids)
     assert len(set(symbols)) == len(symbols)
@@ -54,17 +58,17 @@ def test_every_rule_is_reported_by_something() -> None:
     reported |= {r for gate in rules.LIFECYCLE_GATE.values() for r in gate.values() if r}
     reported |= set(rules.LIFECYCLE_RULES.values()) | set(rules.LIMIT_RULES.values())
 
-    assert set(RULES_BY_ID) == reported
+    assert {rule.id for rule in VERIFIER_RULES} == reported
 
 
 def test_docs_rules_md_is_in_sync_with_the_table() -> None:
-    """``docs/rules.md`` is generated: regenerate with ``python -m aguikit.rules``."""
-    assert rules.render_markdown() == DOCS.read_text(encoding="utf-8")
+    """``docs/rules.md`` is generated: ``aguikit rules --markdown > docs/rules.md``."""
+    assert reference.render_markdown() == DOCS.read_text(encoding="utf-8")
 
 
 def test_render_text_lists_every_rule_once() -> None:
     """``aguikit rules`` prints one line per rule, id first."""
-    lines = rules.render_text().splitlines()
+    lines = reference.render_text().splitlines()
 
     assert [rule.id for rule in RULES] == [line.split()[0] for line in lines]
 
@@ -79,7 +83,7 @@ def _build(document: dict[str, Any], in_process: bool) -> Any:
         return cls(**{names[key]: value for key, value in document.items()})
 
 
-@pytest.mark.parametrize("rule", RULES, ids=[rule.id for rule in RULES])
+@pytest.mark.parametrize("rule", VERIFIER_RULES, ids=[rule.id for rule in VERIFIER_RULES])
 def test_each_rule_example_breaks_that_rule(rule: Rule) -> None:
     """The documented example is a real violation of the rule it illustrates."""
     stream = [_build(document, rule.in_process) for document in rule.example]
@@ -138,12 +142,12 @@ def test_a_row_missing_a_rule_for_a_check_fails_the_table_check(
         _check_with(monkeypatch, bad)
 
 
-def test_a_duplicate_rule_id_fails_the_table_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rule ids are stable and unique."""
-    monkeypatch.setattr(rules, "RULES", (*RULES, attrs.evolve(RULES[0], symbol="other")))
+def test_a_duplicate_rule_id_fails_the_catalogue_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rule ids are stable and unique across the one catalogue."""
+    monkeypatch.setattr(catalogue, "RULES", (*RULES, attrs.evolve(RULES[0], symbol="other")))
 
-    with pytest.raises(TableError, match="duplicate rule id 'AGUI-V001'"):
-        rules._check_table()
+    with pytest.raises(catalogue.CatalogueError, match="duplicate rule id 'AGUI-V001'"):
+        catalogue._check_catalogue()
 
 
 def test_a_row_naming_an_unknown_hook_fails_compilation(monkeypatch: pytest.MonkeyPatch) -> None:

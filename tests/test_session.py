@@ -40,13 +40,25 @@ def test_a_clean_stream_of_dicts_builds_messages_and_warns_nothing() -> None:
 
 
 def test_feed_returns_what_each_delivered_event_changed() -> None:
-    """A chunk expands into two events, so feed reports two changes."""
+    """A chunk expands into two events, so feed reports two updates, each event with its change."""
     session = Session()
     session.feed(START)
-    changes = session.feed(TextMessageChunkEvent(message_id="m", delta="x"))
+    updates = session.feed(TextMessageChunkEvent(message_id="m", delta="x"))
 
-    assert [ChangeKind.STARTED, ChangeKind.CONTENT] == [c.kind for c in changes]
-    assert {What.MESSAGES} == {c.what for c in changes}
+    assert [ChangeKind.STARTED, ChangeKind.CONTENT] == [u.change.kind for u in updates]
+    assert {What.MESSAGES} == {u.change.what for u in updates}
+    assert ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"] == [u.event.type for u in updates]
+
+
+def test_the_deprecated_pairing_helpers_still_answer_with_a_warning() -> None:
+    """``last_delivered`` and ``Update.changes`` keep working for 0.1 callers, and say so."""
+    session = Session()
+    (update,) = session.feed(START)
+
+    with pytest.deprecated_call():
+        assert [update.event] == session.last_delivered
+    with pytest.deprecated_call():
+        assert (update.change,) == update.changes
 
 
 def test_delivered_holds_the_events_after_the_boundary_and_chunk_expansion() -> None:

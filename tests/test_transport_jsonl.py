@@ -20,6 +20,7 @@ from aguikit.transport.jsonl import (
     iter_jsonl,
     write_jsonl,
 )
+from aguikit.wire import to_wire
 
 
 def read(data: bytes, **kwargs: Any) -> list[dict[str, Any]]:
@@ -109,11 +110,12 @@ def test_writer_and_reader_round_trip_over_any_split(
 
 def test_encode_line_matches_the_sse_payload() -> None:
     """A JSONL line is the same compact JSON an SSE frame carries."""
-    from aguikit.transport.sse import encode
+    from aguikit.encode import encode_jsonl, encode_sse
 
     event = m.TextMessageContentEvent(message_id="m", delta="hé")
 
-    assert encode(event)[len("data: ") : -2] + "\n" == encode_line(event)
+    assert encode_sse(event)[len("data: ") : -2] + "\n" == encode_jsonl(event)
+    assert encode_jsonl(event) == encode_line(to_wire(event))
 
 
 def test_async_reader_matches_sync_reader() -> None:

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aguikit._generated import models as m
+from aguikit.encode import encode_sse, encode_sse_bytes
 from aguikit.errors import DecodeError, LimitExceededError, WireFormatError
 from aguikit.transport.sse import (
     MEDIA_TYPE,
@@ -21,7 +22,6 @@ from aguikit.transport.sse import (
     aiter_events,
     aiter_frames,
     encode,
-    encode_bytes,
     iter_events,
     iter_frames,
 )
@@ -315,7 +315,7 @@ def test_encoder_output_decodes_back_to_the_event(delta: str, value: Any, cut: i
         m.TextMessageContentEvent(message_id="m", delta=delta or "x"),
         m.CustomEvent(name="n", value=value),
     ]
-    stream = b"".join(encode_bytes(e) for e in events)
+    stream = b"".join(encode_sse_bytes(e) for e in events)
     pieces = [stream[i : i + cut] for i in range(0, len(stream), cut)]
 
     assert [to_wire(e) for e in events] == list(iter_events(pieces))
@@ -393,7 +393,7 @@ def test_encoder_is_byte_identical_to_the_official_sdk(event: Any) -> None:
 
     sdk_event = getattr(sdk, type(event).__name__).model_validate(to_wire(event))
 
-    assert EventEncoder().encode(sdk_event) == encode(event)
+    assert EventEncoder().encode(sdk_event) == encode_sse(event)
     assert EventEncoder().get_content_type() == MEDIA_TYPE
 
 
@@ -404,6 +404,12 @@ def test_encoder_accepts_wire_dicts_and_refuses_nan() -> None:
     )
     with pytest.raises(WireFormatError):
         encode({"type": "CUSTOM", "name": "n", "value": float("nan")})
+
+
+def test_the_frame_writer_takes_wire_dicts_and_points_typed_events_to_aguikit_encode() -> None:
+    """The transport floor knows no models: a typed event is refused with the way forward."""
+    with pytest.raises(TypeError, match=r"aguikit\.encode"):
+        encode(m.CustomEvent(name="n", value=1))  # type: ignore[arg-type]
 
 
 def test_frame_records_are_values() -> None:
@@ -418,7 +424,7 @@ def test_frame_records_are_values() -> None:
 def test_encoded_json_is_what_json_dumps_compact_gives() -> None:
     """The payload is compact JSON with UTF-8 kept, so it is one ``data:`` line."""
     event = m.CustomEvent(name="ü", value={"a": "line\nbreak"})
-    body = encode(event)
+    body = encode_sse(event)
 
     assert body.count("\n") == 2
     assert {"type": "CUSTOM", "name": "ü", "value": {"a": "line\nbreak"}} == json.loads(body[6:])

@@ -15,6 +15,7 @@ from tests import corpus, strategies
 
 from aguikit._generated import models
 from aguikit._generated.registry import DEPRECATED_EVENT_TYPES, EVENT_CLASSES, MESSAGE_CLASSES
+from aguikit.encode import dumps_event, loads_event
 from aguikit.errors import (
     DecodeError,
     LimitExceededError,
@@ -24,8 +25,6 @@ from aguikit.errors import (
 )
 from aguikit.validate import is_valid
 from aguikit.wire import (
-    dumps_event,
-    loads_event,
     parse_as,
     parse_event,
     parse_message,

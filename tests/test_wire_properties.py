@@ -19,9 +19,10 @@ from tests import strategies
 
 from aguikit._generated import models
 from aguikit._generated.registry import EVENT_CLASSES
+from aguikit.encode import dumps_event, loads_event
 from aguikit.errors import SchemaValidationError
 from aguikit.validate import is_valid, iter_schema_errors, validate_event
-from aguikit.wire import dumps_event, loads_event, parse_as, parse_event, to_wire
+from aguikit.wire import parse_as, parse_event, to_wire
 
 EVENT_TYPES = sorted(EVENT_CLASSES)
 OTHER_CLASSES = sorted(

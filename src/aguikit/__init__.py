@@ -1,25 +1,33 @@
 """
 aguikit: the schema-first Python toolkit for the AG-UI protocol.
 
-The pipeline a consumer runs, one module per stage:
+The house, one floor per stage, each importing only the floors below it
+(``docs/DESIGN.md`` has the plan and why):
 
-``transport``  bytes off the wire (SSE, JSONL, HTTP) → raw event dicts
-``validate``   raw dicts checked against the bundled JSON Schema
-``wire``       raw dicts ⇄ typed attrs events (``models``, generated from ``schema/``)
-``chunks``     ``*_CHUNK`` shorthand expanded into explicit start/content/end events
-``verify``     ordering and attribution rules, declared as data in ``rules``
-``apply``      events folded into messages, state, activities, reasoning, subagents
-``session``    all of the above for one consumer, with the receiver's tolerance rules
+``errors``, ``limits``, ``catalogue``  what can go wrong, the safety limits, every rule id
+``jsonio``, ``patch``    the one JSON reader and writer; RFC 6902 applied atomically
+``models``              typed attrs events, generated from ``schema/``
+``validate``            raw dicts checked against the bundled JSON Schema
+``wire``                raw dicts ⇄ typed events (the one validate-then-parse path)
+``receiver``            the compatibility boundary (strip, drop, translate, warn)
+``chunks``              ``*_CHUNK`` shorthand expanded into explicit events
+``verify``              ordering and attribution rules, declared as data in ``rules``
+``apply``               events folded into messages, state, activities, subagents
+``session``             all of the above for one consumer: ``Update`` per event
+``encode``, ``transport``   events as SSE and JSONL bytes; bytes ⇄ wire dicts; HTTP fetch
+``client``              :class:`AgentClient`, over HTTP
+``cli``, ``reference``  the ``aguikit`` command and the rendered rule reference
 
-Every error is an :class:`AguiError`.
+Every error is an :class:`AguiError`.  The names below are loaded when first used, so
+``import aguikit.transport`` (or any lower floor) does not load the floors above it.
 """
 
-import logging
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
-from ._generated.registry import PROTOCOL_VERSION, SCHEMA_ID
-from .apply import Applier, Changed
-from .chunks import ChunkNormalizer, normalize_all
+import importlib
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
 from .errors import (
     AguiError,
     ContentTypeError,
@@ -30,40 +38,80 @@ from .errors import (
     ProtocolError,
     SchemaIssue,
     SchemaValidationError,
+    StageOrderError,
     TransportError,
     TruncatedStreamError,
     UnknownEventTypeError,
     WireFormatError,
 )
-from .models import Event, EventType, Message, RunAgentInput
-from .rules import RULES
-from .session import Session, SessionWarning
-from .validate import is_valid, iter_schema_errors, validate_event
-from .verify import Verifier, verify_all
-from .wire import (
-    converter,
-    dumps_event,
-    loads_event,
-    parse_as,
-    parse_event,
-    parse_message,
-    parse_run_agent_input,
-    to_wire,
-)
 
 if TYPE_CHECKING:
-    from .transport.http import AgentClient, Update
+    from ._generated.registry import PROTOCOL_VERSION, SCHEMA_ID
+    from .apply import Applier
+    from .catalogue import RULES
+    from .changes import Changed
+    from .chunks import ChunkNormalizer, normalize_all
+    from .client import AgentClient
+    from .encode import dumps_event, loads_event
+    from .models import Event, EventType, Message, RunAgentInput
+    from .session import Session, SessionWarning, Update
+    from .validate import is_valid, iter_schema_errors, validate_event
+    from .verify import Verifier, verify_all
+    from .wire import (
+        converter,
+        parse_as,
+        parse_event,
+        parse_message,
+        parse_run_agent_input,
+        to_wire,
+    )
 
 __version__ = "0.1.0"
 
+_LAZY: Final[dict[str, str]] = {
+    "PROTOCOL_VERSION": "._generated.registry",
+    "SCHEMA_ID": "._generated.registry",
+    "Applier": ".apply",
+    "RULES": ".catalogue",
+    "Changed": ".changes",
+    "ChunkNormalizer": ".chunks",
+    "normalize_all": ".chunks",
+    "AgentClient": ".client",
+    "dumps_event": ".encode",
+    "loads_event": ".encode",
+    "Event": ".models",
+    "EventType": ".models",
+    "Message": ".models",
+    "RunAgentInput": ".models",
+    "Session": ".session",
+    "SessionWarning": ".session",
+    "Update": ".session",
+    "is_valid": ".validate",
+    "iter_schema_errors": ".validate",
+    "validate_event": ".validate",
+    "Verifier": ".verify",
+    "verify_all": ".verify",
+    "converter": ".wire",
+    "parse_as": ".wire",
+    "parse_event": ".wire",
+    "parse_message": ".wire",
+    "parse_run_agent_input": ".wire",
+    "to_wire": ".wire",
+}
+"""Public name → the module that defines it, imported on first use (PEP 562)."""
+
 
 def __getattr__(name: str) -> Any:
-    # The HTTP client pulls in httpx; reading a recorded stream should not pay for that.
-    if name in ("AgentClient", "Update"):
-        from .transport import http
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'aguikit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
 
-        return getattr(http, name)
-    raise AttributeError(f"module 'aguikit' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 # A library never decides where its log records go; the application does.
@@ -92,6 +140,7 @@ __all__ = [
     "SchemaValidationError",
     "Session",
     "SessionWarning",
+    "StageOrderError",
     "TransportError",
     "TruncatedStreamError",
     "UnknownEventTypeError",

@@ -8,6 +8,13 @@ state moves by RFC 6902 patch, and a snapshot may rewrite the conversation under
 :data:`~aguikit.models.Message` objects and a JSON state document, and tells the caller
 what each event changed (:class:`Changed`) so a view redraws one row, not the screen.
 
+*Explicit, current events only.*  The applier folds the protocol's explicit events.  Chunk
+expansion (:mod:`aguikit.chunks`) and the translation of deprecated ``THINKING_*`` events
+(:mod:`aguikit.receiver`) happen once, before it, in the stages :class:`aguikit.Session`
+runs first; a bare applier handed either refuses it with a
+:class:`~aguikit.errors.StageOrderError` naming the stage to run, rather than keeping a
+second copy of that logic that would disagree with the first.
+
 *Tolerant by design.*  An orphan content event opens the message it names, a delta for an
 activity nobody published is skipped (with a warning), an encrypted value for an unknown
 entity is ignored: a half-drawn conversation beats a blank one, and catching the producer
@@ -36,47 +43,72 @@ streamed is updated in place when it is next read.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from enum import StrEnum
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeVar
 
 import attrs
 import cattrs
-import jsonpatch
-import jsonpointer
 
+from ._dispatch import complete
 from ._generated.models import (
     ActivityDeltaEvent,
     ActivityMessage,
     ActivitySnapshotEvent,
     AssistantMessage,
+    CustomEvent,
     DeveloperMessage,
     Event,
     FunctionCall,
     Interrupt,
-    JsonPatchOperation,
     Message,
     MessagesSnapshotEvent,
+    RawEvent,
     ReasoningEncryptedValueEvent,
+    ReasoningEndEvent,
     ReasoningMessage,
+    ReasoningMessageChunkEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    ReasoningStartEvent,
+    RunErrorEvent,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
     SubagentErrorEvent,
     SubagentFinishedEvent,
     SubagentFinishedSuspendedOutcome,
     SubagentStartedEvent,
     SystemMessage,
+    TextMessageChunkEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
     TextMessageRole,
+    TextMessageStartEvent,
     TextPart,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ThinkingTextMessageContentEvent,
+    ThinkingTextMessageEndEvent,
+    ThinkingTextMessageStartEvent,
     ToolCall,
+    ToolCallArgsEvent,
+    ToolCallChunkEvent,
+    ToolCallEndEvent,
     ToolCallResultEvent,
+    ToolCallStartEvent,
     ToolMessage,
     UserMessage,
 )
-from .chunks import ChunkNormalizer, malformed_event
-from .errors import AguiError, PatchError, WireFormatError
+from ._guard import check_delta, malformed_event
+from .catalogue import RULES_BY_ID, WarningSink, discard_warning, render_message
+from .changes import NOTHING, Changed, ChangeKind, Subagent, SubagentStatus, What
+from .errors import AguiError, PatchError, StageOrderError, WireFormatError
+from .patch import UNSET, apply_patch, copy_json, operations
 
 __all__ = [
     "Applier",
@@ -90,256 +122,9 @@ __all__ = [
 
 T = TypeVar("T")
 
-
-class What(StrEnum):
-    """Which part of the materialised view an event changed."""
-
-    NOTHING = "nothing"
-    MESSAGES = "messages"
-    ACTIVITY = "activity"
-    REASONING = "reasoning"
-    STATE = "state"
-    SUBAGENTS = "subagents"
-    RUN = "run"
-
-
-class ChangeKind(StrEnum):
-    """How it changed; the vocabulary a view switches on."""
-
-    NONE = "none"
-    STARTED = "started"
-    """A message or thought was created (or reopened) and is open for content."""
-    CONTENT = "content"
-    ENDED = "ended"
-    UPDATED = "updated"
-    """The row changed in a way that is not text: redraw it."""
-    TOOL_CALL_STARTED = "tool_call_started"
-    TOOL_CALL_ARGS = "tool_call_args"
-    TOOL_CALL_ENDED = "tool_call_ended"
-    TOOL_RESULT = "tool_result"
-    """A tool message was created, or replaced, at ``index``; rows after it moved down."""
-    ENCRYPTED_VALUE = "encrypted_value"
-    REPLACED = "replaced"
-    """The whole message list was reconciled against a snapshot: redraw all of it."""
-    SNAPSHOT = "snapshot"
-    PATCHED = "patched"
-    RUN_STARTED = "run_started"
-    RUN_FINISHED = "run_finished"
-    RUN_ERROR = "run_error"
-    RESUMED = "resumed"
-    FINISHED = "finished"
-    SUSPENDED = "suspended"
-    FAILED = "failed"
-
-
-@attrs.frozen(slots=False)
-class Changed:
-    """
-    What one event changed, so a view can redraw one row.
-
-    ``index`` is the message's position in :attr:`Applier.messages` (or the subagent's in
-    :attr:`Applier.subagents`) at the time of the change; ``delta`` is the text a content
-    or arguments event appended.
-    """
-
-    # Not slotted on purpose: one is built per event, and attrs initialises a frozen
-    # dict-backed instance by writing its __dict__ directly, about a third cheaper than
-    # going through object.__setattr__ slot by slot.
-
-    what: What
-    kind: ChangeKind = ChangeKind.NONE
-    message_id: str | None = None
-    index: int | None = None
-    tool_call_id: str | None = None
-    subagent_run_id: str | None = None
-    delta: str | None = None
-
-
-NOTHING: Final = Changed(What.NOTHING)
-
-
-class SubagentStatus(StrEnum):
-    """Where a subagent invocation stands."""
-
-    RUNNING = "running"
-    FINISHED = "finished"
-    SUSPENDED = "suspended"
-    """Closed because the run paused on interrupts; the same id may be announced again."""
-    FAILED = "failed"
-
-
-@attrs.frozen
-class Subagent:
-    """
-    One subagent invocation the stream announced (or closed without announcing).
-
-    Keyed by ``run_id``, which names this invocation: running the same subagent twice
-    yields two entries, while ``name`` is the reusable half, for display.
-    """
-
-    run_id: str
-    name: str
-    status: SubagentStatus = SubagentStatus.RUNNING
-    description: str | None = None
-    parent_subagent_run_id: str | None = None
-    parent_tool_call_id: str | None = None
-    parent_message_id: str | None = None
-    result: Any = None
-    interrupt_ids: tuple[str, ...] = ()
-    error_message: str | None = None
-    error_code: str | None = None
-
-
-WarningSink = Callable[[str, str], None]
-
 _USER_CONVERTER: Final = cattrs.Converter()
 """For the caller's own classes: :data:`aguikit.wire.converter` is configured for the
 generated protocol classes (wire names, ``extra_members``) and does not fit others."""
-
-
-def _quiet(code: str, message: str) -> None:
-    """Default warning sink: nothing (a :class:`~aguikit.session.Session` collects them)."""
-
-
-_UNSET: Final[Any] = object()
-
-_OP_FIELDS: Final = (("path", "path"), ("from_", "from"), ("value", "value"))
-
-_PATCH_FAILURES: Final = (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException)
-
-
-def _operations(patch: Sequence[JsonPatchOperation | Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Typed operations (or wire dicts) as the RFC's wire dicts, members beyond it ignored."""
-    out: list[dict[str, Any]] = []
-    for op in patch:
-        if isinstance(op, Mapping):
-            out.append(dict(op))
-            continue
-        wire: dict[str, Any] = {"op": op.op}
-        for attr, name in _OP_FIELDS:
-            value = getattr(op, attr, _UNSET)
-            if value is not _UNSET:
-                wire[name] = value
-        out.append(wire)
-    return out
-
-
-_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
-
-
-def _copy_json(value: Any) -> Any:
-    """
-    A deep copy of a JSON value that never recurses.
-
-    ``copy.deepcopy`` recurses once per nesting level, so a snapshot nested a few thousand
-    levels down (legal JSON, and a typed event may carry it past the wire's depth guard)
-    would raise ``RecursionError`` in the middle of an update.  Dicts and lists are copied
-    with an explicit stack, sharing and cycles preserved as ``deepcopy`` preserves them;
-    anything else that is not a plain scalar falls back to ``deepcopy``.
-    """
-    kind = type(value)
-    if kind in _PLAIN:
-        return value
-    if kind is not dict and kind is not list:
-        return copy.deepcopy(value)
-    root: Any = {} if kind is dict else []
-    memo: dict[int, Any] = {id(value): root}
-    stack: list[tuple[Any, Any]] = [(value, root)]
-    while stack:
-        source, target = stack.pop()
-        pairs = source.items() if type(source) is dict else enumerate(source)
-        for key, child in pairs:
-            child_kind = type(child)
-            if child_kind in _PLAIN:
-                copied = child
-            elif id(child) in memo:
-                copied = memo[id(child)]
-            elif child_kind is dict or child_kind is list:
-                copied = memo[id(child)] = {} if child_kind is dict else []
-                stack.append((child, copied))
-            else:
-                copied = copy.deepcopy(child)
-            if type(target) is dict:
-                target[key] = copied
-            else:
-                target.append(copied)
-    return root
-
-
-def _describe_failure(exc: Exception) -> str:
-    text = str(exc)
-    # jsonpointer puts the whole document in its message; the state is not a reason.
-    cut = text.find(" not found in ")
-    if cut != -1:
-        text = text[: cut + len(" not found")]
-    if len(text) > 200:
-        text = text[:197] + "..."
-    return text or type(exc).__name__
-
-
-def apply_patch(
-    document: Any,
-    patch: Sequence[JsonPatchOperation | Mapping[str, Any]],
-    target: str = "state",
-) -> Any:
-    """
-    Apply an RFC 6902 patch to ``document`` in place, atomically.
-
-    Uses :mod:`jsonpatch`'s journal: every change is recorded with what it replaced, and if
-    an operation fails the changes already made are undone, so the cost is what the
-    operations touch rather than a copy of the whole document.  Values the patch inserts
-    are copied, so the document never shares a mutable value with the event.
-
-    Returns:
-        The patched document (a new object only when an operation replaced the root).
-
-    Raises:
-        PatchError: an operation did not apply; ``document`` is exactly as it was, and
-            ``op_index``/``op``/``pointer`` name the first operation that failed.
-    """
-    operations = _operations(patch)
-    try:
-        return jsonpatch.JsonPatch(operations).apply(document, in_place=True, atomic=True)
-    except RecursionError:
-        # jsonpatch copies inserted values with deepcopy; its journal has undone the rest.
-        failing = _find_failing(document, operations, None)
-        op = operations[failing] if failing is not None else None
-        raise PatchError(
-            target,
-            "a value is nested too deeply to copy",
-            op_index=failing,
-            op=op,
-            pointer=op.get("path") if op is not None else None,
-        ) from None
-    except _PATCH_FAILURES as exc:
-        failing = _find_failing(document, operations, exc)
-        op = operations[failing] if failing is not None else None
-        raise PatchError(
-            target,
-            _describe_failure(exc),
-            op_index=failing,
-            op=op,
-            pointer=op.get("path") if op is not None else None,
-        ) from None
-
-
-def _find_failing(
-    document: Any, operations: list[dict[str, Any]], exc: Exception | None
-) -> int | None:
-    """Which operation failed: named by the exception, or found by replaying on a copy."""
-    failed = getattr(exc, "op", None)
-    failed = getattr(failed, "operation", failed)
-    for index, operation in enumerate(operations):
-        if operation is failed:
-            return index
-    # The failure path only: a copy costs the document's size, once, to name the culprit.
-    scratch = _copy_json(document)
-    for index, operation in enumerate(operations):
-        try:
-            scratch = jsonpatch.JsonPatch([operation]).apply(scratch, in_place=True)
-        except (*_PATCH_FAILURES, RecursionError):
-            return index
-    return None
 
 
 def _merge_metadata(
@@ -364,16 +149,10 @@ def _own(message: Message) -> Message:
             else [attrs.evolve(c, function=attrs.evolve(c.function)) for c in calls],
         )
     if isinstance(message, ActivityMessage):
-        return attrs.evolve(message, content=_copy_json(message.content))
+        return attrs.evolve(message, content=copy_json(message.content))
     if isinstance(message, UserMessage | ToolMessage) and isinstance(message.content, list):
         return attrs.evolve(message, content=list(message.content))
     return attrs.evolve(message)
-
-
-def _check_delta(event: Any) -> None:
-    """Fragments are joined only when read; one that is not text must fail now, not then."""
-    if not isinstance(event.delta, str):
-        raise TypeError(f"delta must be a string, not {type(event.delta).__name__}")
 
 
 def _text_message(message_id: str, role: str, name: str | None, owner: str | None) -> Message:
@@ -401,11 +180,11 @@ class Applier:
     def __init__(
         self,
         messages: Iterable[Message] = (),
-        state: Any = _UNSET,
+        state: Any = UNSET,
         *,
         on_warning: WarningSink | None = None,
     ) -> None:
-        self.on_warning: WarningSink = on_warning or _quiet
+        self.on_warning: WarningSink = on_warning or discard_warning
         self._messages: list[Message] = []
         self._pos: dict[str, int] = {}
         self._text: dict[str, list[str]] = {}
@@ -415,15 +194,12 @@ class Applier:
         self._args: dict[str, list[str]] = {}
         self._dirty_args: set[str] = set()
         self._open_reasoning: set[str] = set()
-        self._thinking: str | None = None
-        self._thinking_count = 0
-        self._state: Any = {} if state is _UNSET else _copy_json(state)
+        self._state: Any = {} if state is UNSET else copy_json(state)
         self._thread_id: str | None = None
         self._run_id: str | None = None
         self._interrupts: list[Interrupt] = []
         self._subagents: list[Subagent] = []
         self._subagent_pos: dict[str, int] = {}
-        self._chunks: ChunkNormalizer | None = None
         self._view: list[Message] | None = None
         for message in messages:
             self._append(_own(message))
@@ -526,22 +302,23 @@ class Applier:
         """
         Apply one event and report what it changed.
 
-        Chunk events are accepted too, expanded by a private
-        :class:`~aguikit.chunks.ChunkNormalizer`; the :class:`Changed` of the last expanded
-        event is returned, so drivers that care about every row should normalize first (as
-        :class:`~aguikit.session.Session` does).
+        The event must be explicit and current: chunk events are expanded by
+        :class:`~aguikit.chunks.ChunkNormalizer` and deprecated ``THINKING_*`` events are
+        translated by :class:`~aguikit.receiver.Receiver` first (:class:`aguikit.Session`
+        runs both).
 
         Raises:
             PatchError: a ``STATE_DELTA`` or ``ACTIVITY_DELTA`` did not apply; nothing
                 changed.
-            ProtocolError: a chunk could not be resolved (see :mod:`aguikit.chunks`), or
-                ``AGUI-V092`` for something that is not an event or holds a field of a type
-                no wire document could give it (an id that is a list).
+            StageOrderError: a chunk (``AGUI-V091``) or a deprecated event
+                (``AGUI-V094``) that an earlier stage should have handled; nothing changed.
+            ProtocolError: ``AGUI-V092`` for something that is not an event or holds a
+                field of a type no wire document could give it (an id that is a list).
         """
         try:
-            handler = _APPLY.get(event.type)
+            handler = _APPLY.get(type(event))
             if handler is None:
-                return NOTHING
+                raise TypeError("it is not an AG-UI event object")
             metadata = event.metadata
             if metadata is not None and not isinstance(metadata, Mapping):
                 # Merged after the content lands; a bad one must fail before anything does.
@@ -634,7 +411,10 @@ class Applier:
                 message = self._messages[index]
                 message.metadata = _merge_metadata(message.metadata, metadata)
 
-    def _text_start(self, event: Any) -> Changed:
+    def _warn(self, rule_id: str, **fields: Any) -> None:
+        self.on_warning(RULES_BY_ID[rule_id].symbol, render_message(rule_id, **fields))
+
+    def _text_start(self, event: TextMessageStartEvent) -> Changed:
         message_id: str = event.message_id
         index = self._pos.get(message_id)
         if index is None:
@@ -642,10 +422,11 @@ class Applier:
             self._append(_text_message(message_id, role, event.name, event.subagent_run_id))
             self._text[message_id] = [""]
         elif isinstance(self._messages[index], ActivityMessage):
-            self.on_warning(
-                "id-collision",
-                f"TEXT_MESSAGE_START: message '{message_id}' is an activity; text for it is "
-                "dropped (message ids are unique across a conversation).",
+            self._warn(
+                "AGUI-W012",
+                event_type="TEXT_MESSAGE_START",
+                detail=f"message '{message_id}' is an activity; text for it is dropped "
+                "(message ids are unique across a conversation).",
             )
             return NOTHING
         # Re-opening a known id keeps the message (and its attribution) and appends to it.
@@ -682,17 +463,20 @@ class Applier:
             return True
         return False
 
-    def _text_content(self, event: Any) -> Changed:
-        _check_delta(event)
+    def _text_content(
+        self, event: TextMessageContentEvent | ReasoningMessageContentEvent
+    ) -> Changed:
+        check_delta(event.delta)
         message_id: str = event.message_id
         if message_id not in self._pos:
             # Tolerant: an orphan content event opens the message it names.
             self._append(_text_message(message_id, "assistant", None, event.subagent_run_id))
             self._text[message_id] = [""]
         if not self._append_text(message_id, event.delta):
-            self.on_warning(
-                "id-collision",
-                f"{event.type}: message '{message_id}' is an activity; its text is dropped.",
+            self._warn(
+                "AGUI-W012",
+                event_type=event.type,
+                detail=f"message '{message_id}' is an activity; its text is dropped.",
             )
             return NOTHING
         self._merge_into_message(message_id, event.metadata)
@@ -704,7 +488,7 @@ class Applier:
             delta=event.delta,
         )
 
-    def _text_end(self, event: Any) -> Changed:
+    def _text_end(self, event: TextMessageEndEvent) -> Changed:
         message_id: str = event.message_id
         if message_id not in self._pos:
             return NOTHING
@@ -712,26 +496,19 @@ class Applier:
         self._merge_into_message(message_id, event.metadata)
         return self._change(What.MESSAGES, ChangeKind.ENDED, message_id)
 
-    def _chunk(self, event: Any) -> Changed:
-        if self._chunks is None:
-            self._chunks = ChunkNormalizer()
-        changed = NOTHING
-        for expanded in self._chunks.normalize(event):
-            changed = self.apply(expanded)
-        return changed
-
     # ---- tool calls -----------------------------------------------------------------------
 
-    def _tool_start(self, event: Any) -> Changed:
+    def _tool_start(self, event: ToolCallStartEvent) -> Changed:
         call_id: str = event.tool_call_id
         existing = self._calls.get(call_id)
         if existing is not None:
             # Idempotent: a replayed start must not attach the call twice.
             if existing.function.name != event.tool_call_name:
-                self.on_warning(
-                    "tool-call-renamed",
-                    f"TOOL_CALL_START: tool call '{call_id}' already exists as "
-                    f"'{existing.function.name}'; renamed to '{event.tool_call_name}'.",
+                self._warn(
+                    "AGUI-W014",
+                    entity_id=call_id,
+                    old=existing.function.name,
+                    new=event.tool_call_name,
                 )
                 existing.function.name = event.tool_call_name
             existing.metadata = _merge_metadata(existing.metadata, event.metadata)
@@ -746,10 +523,11 @@ class Applier:
             assert isinstance(parent, AssistantMessage)
         else:
             if index is not None:
-                self.on_warning(
-                    "id-collision",
-                    f"TOOL_CALL_START: parentMessageId '{parent_id}' is not an assistant "
-                    f"message; the call gets a message of its own, '{call_id}'.",
+                self._warn(
+                    "AGUI-W012",
+                    event_type="TOOL_CALL_START",
+                    detail=f"parentMessageId '{parent_id}' is not an assistant message; the "
+                    f"call gets a message of its own, '{call_id}'.",
                 )
             # A call with no (usable) parent belongs to a message of its own, named for the
             # call; the message takes the call's attribution.
@@ -771,15 +549,12 @@ class Applier:
             What.MESSAGES, ChangeKind.TOOL_CALL_STARTED, parent.id, tool_call_id=call_id
         )
 
-    def _tool_args(self, event: Any) -> Changed:
-        _check_delta(event)
+    def _tool_args(self, event: ToolCallArgsEvent) -> Changed:
+        check_delta(event.delta)
         call_id: str = event.tool_call_id
         call = self._calls.get(call_id)
         if call is None:
-            self.on_warning(
-                "unknown-tool-call",
-                f"TOOL_CALL_ARGS: no tool call '{call_id}' is known; the fragment is dropped.",
-            )
+            self._warn("AGUI-W013", entity_id=call_id)
             return NOTHING
         pieces = self._args.get(call_id)
         if pieces is None:
@@ -798,7 +573,7 @@ class Applier:
             delta=event.delta,
         )
 
-    def _tool_end(self, event: Any) -> Changed:
+    def _tool_end(self, event: ToolCallEndEvent) -> Changed:
         call_id: str = event.tool_call_id
         call = self._calls.get(call_id)
         if call is None:
@@ -826,10 +601,11 @@ class Applier:
             self._dirty_text.discard(message_id)
         else:
             if index is not None:
-                self.on_warning(
-                    "id-collision",
-                    f"TOOL_CALL_RESULT: message '{message_id}' exists and is not a tool "
-                    "message; the result is dropped.",
+                self._warn(
+                    "AGUI-W012",
+                    event_type="TOOL_CALL_RESULT",
+                    detail=f"message '{message_id}' exists and is not a tool message; the "
+                    "result is dropped.",
                 )
                 return NOTHING
             tool = ToolMessage(
@@ -881,10 +657,10 @@ class Applier:
         self._open_reasoning.discard(message_id)
         return self._change(What.REASONING, ChangeKind.ENDED, message_id)
 
-    def _reasoning_block_start(self, event: Any) -> Changed:
+    def _reasoning_block_start(self, event: ReasoningStartEvent) -> Changed:
         return self._span_start(event.message_id)
 
-    def _reasoning_block_end(self, event: Any) -> Changed:
+    def _reasoning_block_end(self, event: ReasoningEndEvent) -> Changed:
         return self._span_end(event.message_id)
 
     def _open_reasoning_message(
@@ -896,10 +672,10 @@ class Applier:
             self._append(ReasoningMessage(id=message_id, content="", subagent_run_id=owner))
             self._text[message_id] = [""]
         elif isinstance(self._messages[index], ActivityMessage):
-            self.on_warning(
-                "id-collision",
-                f"REASONING_MESSAGE_START: message '{message_id}' is an activity; the "
-                "reasoning is dropped.",
+            self._warn(
+                "AGUI-W012",
+                event_type="REASONING_MESSAGE_START",
+                detail=f"message '{message_id}' is an activity; the reasoning is dropped.",
             )
             return NOTHING
         self._merge_into_message(message_id, metadata)
@@ -909,50 +685,21 @@ class Applier:
             return self._change(What.REASONING, ChangeKind.UPDATED, message_id)
         return started
 
-    def _reasoning_start(self, event: Any) -> Changed:
+    def _reasoning_start(self, event: ReasoningMessageStartEvent) -> Changed:
         return self._open_reasoning_message(event.message_id, event.subagent_run_id, event.metadata)
 
-    def _reasoning_content(self, event: Any) -> Changed:
-        _check_delta(event)
+    def _reasoning_content(self, event: ReasoningMessageContentEvent) -> Changed:
+        check_delta(event.delta)
         message_id: str = event.message_id
         if message_id not in self._pos:
             self._open_reasoning_message(message_id, event.subagent_run_id, None)
         return self._text_content(event)
 
-    def _reasoning_end(self, event: Any) -> Changed:
+    def _reasoning_end(self, event: ReasoningMessageEndEvent) -> Changed:
         message_id: str = event.message_id
         self._settle(message_id)
         self._merge_into_message(message_id, event.metadata)
         return self._span_end(message_id)
-
-    def _thinking_id(self, mint: bool) -> str:
-        if mint or self._thinking is None:
-            self._thinking_count += 1
-            self._thinking = f"thinking-{self._thinking_count}"
-        return self._thinking
-
-    def _thinking_start(self, event: Any) -> Changed:
-        return self._span_start(self._thinking_id(mint=True))
-
-    def _thinking_message_start(self, event: Any) -> Changed:
-        return self._open_reasoning_message(self._thinking_id(mint=False), None, event.metadata)
-
-    def _thinking_content(self, event: Any) -> Changed:
-        _check_delta(event)
-        message_id = self._thinking_id(mint=False)
-        if message_id not in self._pos:
-            self._open_reasoning_message(message_id, None, None)
-        self._append_text(message_id, event.delta)
-        return self._change(What.REASONING, ChangeKind.CONTENT, message_id, delta=event.delta)
-
-    def _thinking_end(self, event: Any) -> Changed:
-        if self._thinking is None:
-            return NOTHING
-        self._settle(self._thinking)
-        changed = self._span_end(self._thinking)
-        if event.type == "THINKING_END":
-            self._thinking = None
-        return changed
 
     def _encrypted_value(self, event: ReasoningEncryptedValueEvent) -> Changed:
         entity = event.entity_id
@@ -986,7 +733,7 @@ class Applier:
             target = ActivityMessage(
                 id=message_id,
                 activity_type=event.activity_type,
-                content=_copy_json(event.content),
+                content=copy_json(event.content),
                 subagent_run_id=event.subagent_run_id,
             )
             self._append(target)
@@ -998,14 +745,14 @@ class Applier:
                     # A replacing snapshot re-mints the activity, attribution included;
                     # the metadata accumulated so far is kept.
                     target.activity_type = event.activity_type
-                    target.content = _copy_json(event.content)
+                    target.content = copy_json(event.content)
                     target.subagent_run_id = event.subagent_run_id
                 # replace: false leaves an existing activity exactly as it stands.
             elif replace:
                 target = ActivityMessage(
                     id=message_id,
                     activity_type=event.activity_type,
-                    content=_copy_json(event.content),
+                    content=copy_json(event.content),
                     subagent_run_id=event.subagent_run_id,
                 )
                 self._messages[index] = target
@@ -1021,26 +768,30 @@ class Applier:
         message_id = event.message_id
         index = self._pos.get(message_id)
         if index is None:
-            self.on_warning(
-                "activity-missing",
-                f"ACTIVITY_DELTA for '{message_id}', an activity that was never created; skipped.",
+            self._warn(
+                "AGUI-W011",
+                event_type="ACTIVITY_DELTA",
+                entity_id=message_id,
+                reason="an activity that was never created",
             )
             return NOTHING
         activity = self._messages[index]
         if not isinstance(activity, ActivityMessage):
-            self.on_warning(
-                "activity-missing",
-                f"ACTIVITY_DELTA for '{message_id}', which is not an activity message; skipped.",
+            self._warn(
+                "AGUI-W011",
+                event_type="ACTIVITY_DELTA",
+                entity_id=message_id,
+                reason="which is not an activity message",
             )
             return NOTHING
         target = f"activity '{message_id}'"
-        operations = _operations(event.patch)
-        if any(op.get("path") == "" for op in operations):
+        ops = operations(event.patch)
+        if any(op.get("path") == "" for op in ops):
             # A whole-document operation could leave something that is not an object; try
             # it on a copy so the activity never holds anything else.
-            content = apply_patch(_copy_json(activity.content), operations, target)
+            content = apply_patch(copy_json(activity.content), ops, target)
         else:
-            content = apply_patch(activity.content, operations, target)
+            content = apply_patch(activity.content, ops, target)
         if not isinstance(content, dict):
             raise PatchError(
                 target,
@@ -1053,12 +804,12 @@ class Applier:
 
     # ---- state, snapshots -----------------------------------------------------------------
 
-    def _state_snapshot(self, event: Any) -> Changed:
+    def _state_snapshot(self, event: StateSnapshotEvent) -> Changed:
         # Any JSON value, falsy and null included, replaces the state wholesale.
-        self._state = _copy_json(event.snapshot)
+        self._state = copy_json(event.snapshot)
         return Changed(What.STATE, ChangeKind.SNAPSHOT)
 
-    def _state_delta(self, event: Any) -> Changed:
+    def _state_delta(self, event: StateDeltaEvent) -> Changed:
         self._state = apply_patch(self._state, event.delta, "state")
         return Changed(What.STATE, ChangeKind.PATCHED)
 
@@ -1127,7 +878,7 @@ class Applier:
         )
         return Changed(What.RUN, ChangeKind.RUN_FINISHED)
 
-    def _run_error(self, event: Any) -> Changed:
+    def _run_error(self, event: RunErrorEvent) -> Changed:
         return Changed(What.RUN, ChangeKind.RUN_ERROR)
 
     def _subagent_change(self, index: int, kind: ChangeKind) -> Changed:
@@ -1206,46 +957,75 @@ class Applier:
         )
         return self._subagent_change(index, ChangeKind.FAILED)
 
-    def _nothing(self, event: Any) -> Changed:
+    def _nothing(
+        self,
+        event: RawEvent | CustomEvent | StepStartedEvent | StepFinishedEvent,
+    ) -> Changed:
         return NOTHING
 
+    def _unexpanded(
+        self, event: TextMessageChunkEvent | ToolCallChunkEvent | ReasoningMessageChunkEvent
+    ) -> Changed:
+        raise _refusal(event.type, "AGUI-V091", "aguikit.chunks.ChunkNormalizer")
 
-_APPLY: Final[Mapping[str, Callable[[Applier, Any], Changed]]] = {
-    "TEXT_MESSAGE_START": Applier._text_start,
-    "TEXT_MESSAGE_CONTENT": Applier._text_content,
-    "TEXT_MESSAGE_END": Applier._text_end,
-    "TEXT_MESSAGE_CHUNK": Applier._chunk,
-    "TOOL_CALL_START": Applier._tool_start,
-    "TOOL_CALL_ARGS": Applier._tool_args,
-    "TOOL_CALL_END": Applier._tool_end,
-    "TOOL_CALL_CHUNK": Applier._chunk,
-    "TOOL_CALL_RESULT": Applier._tool_result,
-    "STATE_SNAPSHOT": Applier._state_snapshot,
-    "STATE_DELTA": Applier._state_delta,
-    "MESSAGES_SNAPSHOT": Applier._messages_snapshot,
-    "ACTIVITY_SNAPSHOT": Applier._activity_snapshot,
-    "ACTIVITY_DELTA": Applier._activity_delta,
-    "RAW": Applier._nothing,
-    "CUSTOM": Applier._nothing,
-    "RUN_STARTED": Applier._run_started,
-    "RUN_FINISHED": Applier._run_finished,
-    "RUN_ERROR": Applier._run_error,
-    "STEP_STARTED": Applier._nothing,
-    "STEP_FINISHED": Applier._nothing,
-    "REASONING_START": Applier._reasoning_block_start,
-    "REASONING_MESSAGE_START": Applier._reasoning_start,
-    "REASONING_MESSAGE_CONTENT": Applier._reasoning_content,
-    "REASONING_MESSAGE_END": Applier._reasoning_end,
-    "REASONING_MESSAGE_CHUNK": Applier._chunk,
-    "REASONING_END": Applier._reasoning_block_end,
-    "REASONING_ENCRYPTED_VALUE": Applier._encrypted_value,
-    "SUBAGENT_STARTED": Applier._subagent_started,
-    "SUBAGENT_FINISHED": Applier._subagent_finished,
-    "SUBAGENT_ERROR": Applier._subagent_error,
-    "THINKING_START": Applier._thinking_start,
-    "THINKING_TEXT_MESSAGE_START": Applier._thinking_message_start,
-    "THINKING_TEXT_MESSAGE_CONTENT": Applier._thinking_content,
-    "THINKING_TEXT_MESSAGE_END": Applier._thinking_end,
-    "THINKING_END": Applier._thinking_end,
-}
-"""Every event type, and what applying it does."""
+    def _untranslated(
+        self,
+        event: ThinkingStartEvent
+        | ThinkingEndEvent
+        | ThinkingTextMessageStartEvent
+        | ThinkingTextMessageContentEvent
+        | ThinkingTextMessageEndEvent,
+    ) -> Changed:
+        raise _refusal(event.type, "AGUI-V094", "aguikit.receiver.Receiver")
+
+
+def _refusal(event_type: str, rule_id: str, stage: str) -> StageOrderError:
+    """An event an earlier stage owns, refused by name: the applier keeps no second copy."""
+    rule = RULES_BY_ID[rule_id]
+    message = rule.template.format(event_type=event_type, stage="applier")
+    return StageOrderError(rule.id, rule.symbol, message, stage=stage, event_type=event_type)
+
+
+_APPLY: Final[dict[type, Callable[[Applier, Any], Changed]]] = complete(
+    "the applier",
+    {
+        TextMessageStartEvent: Applier._text_start,
+        TextMessageContentEvent: Applier._text_content,
+        TextMessageEndEvent: Applier._text_end,
+        TextMessageChunkEvent: Applier._unexpanded,
+        ToolCallStartEvent: Applier._tool_start,
+        ToolCallArgsEvent: Applier._tool_args,
+        ToolCallEndEvent: Applier._tool_end,
+        ToolCallChunkEvent: Applier._unexpanded,
+        ToolCallResultEvent: Applier._tool_result,
+        StateSnapshotEvent: Applier._state_snapshot,
+        StateDeltaEvent: Applier._state_delta,
+        MessagesSnapshotEvent: Applier._messages_snapshot,
+        ActivitySnapshotEvent: Applier._activity_snapshot,
+        ActivityDeltaEvent: Applier._activity_delta,
+        RawEvent: Applier._nothing,
+        CustomEvent: Applier._nothing,
+        RunStartedEvent: Applier._run_started,
+        RunFinishedEvent: Applier._run_finished,
+        RunErrorEvent: Applier._run_error,
+        StepStartedEvent: Applier._nothing,
+        StepFinishedEvent: Applier._nothing,
+        ReasoningStartEvent: Applier._reasoning_block_start,
+        ReasoningMessageStartEvent: Applier._reasoning_start,
+        ReasoningMessageContentEvent: Applier._reasoning_content,
+        ReasoningMessageEndEvent: Applier._reasoning_end,
+        ReasoningMessageChunkEvent: Applier._unexpanded,
+        ReasoningEndEvent: Applier._reasoning_block_end,
+        ReasoningEncryptedValueEvent: Applier._encrypted_value,
+        SubagentStartedEvent: Applier._subagent_started,
+        SubagentFinishedEvent: Applier._subagent_finished,
+        SubagentErrorEvent: Applier._subagent_error,
+        ThinkingStartEvent: Applier._untranslated,
+        ThinkingTextMessageStartEvent: Applier._untranslated,
+        ThinkingTextMessageContentEvent: Applier._untranslated,
+        ThinkingTextMessageEndEvent: Applier._untranslated,
+        ThinkingEndEvent: Applier._untranslated,
+    },
+)
+"""Every event class, and what applying it does: handled, ignored on purpose (state the
+view does not keep), or refused because an earlier stage owns it."""

@@ -42,18 +42,8 @@ Deliberately left alone: ordering rules (a content event for a message nobody op
 passed on untouched; :mod:`aguikit.verify` rejects it) and the ``THINKING_*`` family (the
 receiver boundary in :mod:`aguikit.receiver` translates it).
 
-Rule ids raised here (all :class:`~aguikit.errors.ProtocolError`):
-
-========= =============================== ==================================================
-id        symbol                          meaning
-========= =============================== ==================================================
-AGUI-C001 chunk-without-id                a chunk names no id and there is no stream to continue
-AGUI-C002 tool-chunk-without-name         a TOOL_CALL_CHUNK opens a call without toolCallName
-AGUI-C003 ambiguous-chunk-continuation    an unattributed, id-less chunk could continue several
-AGUI-C004 chunk-attribution-conflict      a chunk's subagentRunId contradicts its stream's owner
-AGUI-C005 chunk-field-conflict            a continuation repeats role/name/toolCallName/
-                                          parentMessageId with a different value
-========= =============================== ==================================================
+Rule ids raised here (all :class:`~aguikit.errors.ProtocolError`): ``AGUI-C001`` to
+``AGUI-C005``, rows of :mod:`aguikit.catalogue` like every other id (``aguikit rules C003``).
 """
 
 from __future__ import annotations
@@ -65,10 +55,15 @@ from typing import Any, Final
 
 import attrs
 
+from ._dispatch import complete
 from ._generated.models import (
+    ActivityDeltaEvent,
+    ActivitySnapshotEvent,
     CustomEvent,
     Event,
     MessagesSnapshotEvent,
+    RawEvent,
+    ReasoningEncryptedValueEvent,
     ReasoningEndEvent,
     ReasoningMessageChunkEvent,
     ReasoningMessageContentEvent,
@@ -78,99 +73,46 @@ from ._generated.models import (
     RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
     StepFinishedEvent,
     StepStartedEvent,
     SubagentErrorEvent,
     SubagentFinishedEvent,
+    SubagentStartedEvent,
     TextMessageChunkEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageRole,
     TextMessageStartEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ThinkingTextMessageContentEvent,
+    ThinkingTextMessageEndEvent,
+    ThinkingTextMessageStartEvent,
     ToolCallArgsEvent,
     ToolCallChunkEvent,
     ToolCallEndEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
-from .errors import ProtocolError, short_repr
+from ._guard import check_delta, malformed_event
+from .catalogue import RULES as _CATALOGUE
+from .catalogue import RULES_BY_ID, Rule
+from .errors import ProtocolError
 from .limits import MAX_OPEN_ENTITIES
-from .rules import LIFECYCLE_RULES, LIMIT_RULES, RULES_BY_ID
 
-__all__ = ["RULES", "ChunkNormalizer", "ChunkRule", "normalize_all"]
+__all__ = ["RULES", "ChunkNormalizer", "normalize_all"]
 
-
-@attrs.frozen
-class ChunkRule:
-    """One rule the normalizer enforces: stable id, readable symbol, and why it exists."""
-
-    id: str
-    symbol: str
-    summary: str
-
-
-RULES: Final[Mapping[str, ChunkRule]] = MappingProxyType(
-    {
-        rule.id: rule
-        for rule in (
-            ChunkRule(
-                "AGUI-C001",
-                "chunk-without-id",
-                "A chunk that names no id must continue an open stream of its kind; a "
-                "consumer must not invent an identifier.",
-            ),
-            ChunkRule(
-                "AGUI-C002",
-                "tool-chunk-without-name",
-                "The TOOL_CALL_CHUNK that opens a call must name the tool: a call with no "
-                "name cannot be opened.",
-            ),
-            ChunkRule(
-                "AGUI-C003",
-                "ambiguous-chunk-continuation",
-                "An id-less chunk with no subagentRunId while several subagents have a "
-                "stream of its kind open has no referent; attribute the chunk.",
-            ),
-            ChunkRule(
-                "AGUI-C004",
-                "chunk-attribution-conflict",
-                "A chunk naming an open stream must not carry a different subagentRunId "
-                "than the stream's owner.",
-            ),
-            ChunkRule(
-                "AGUI-C005",
-                "chunk-field-conflict",
-                "A continuation chunk may repeat a field its opener established, but only "
-                "with the same value.",
-            ),
-        )
-    }
+RULES: Final[Mapping[str, Rule]] = MappingProxyType(
+    {rule.id: rule for rule in _CATALOGUE if rule.id.startswith("AGUI-C")}
 )
+"""The normalizer's rows of :mod:`aguikit.catalogue`, by id."""
 
 
-def malformed_event(event: Any, exc: Exception) -> ProtocolError:
-    """
-    ``AGUI-V092`` for an object that is not an event, or an event whose fields have types
-    no wire document could give them (an in-process producer's list where an id goes):
-    what a stage reports instead of the ``TypeError`` it ran into.
-    """
-    rule = RULES_BY_ID[LIFECYCLE_RULES["malformed"]]
-    event_type = getattr(event, "type", None)
-    event_type = event_type if isinstance(event_type, str) else type(event).__name__
-    detail = short_repr(f"{type(exc).__name__}: {exc}")
-    message = rule.template.format(event_type=event_type, detail=detail)
-    return ProtocolError(rule.id, rule.symbol, message, event_type=event_type)
-
-
-def _check_delta(chunk: Any) -> None:
-    """A chunk's text becomes a content event's; the whole expansion is refused up front
-    when it is not text, so no synthesized opener is delivered for a content that fails."""
-    if chunk.delta is not None and not isinstance(chunk.delta, str):
-        raise TypeError(f"delta must be a string, not {type(chunk.delta).__name__}")
-
-
-def _fail(rule_id: str, message: str, event_type: str, entity_id: str | None) -> ProtocolError:
-    rule = RULES[rule_id]
+def _fail(rule_id: str, event_type: str, entity_id: str | None, **fields: Any) -> ProtocolError:
+    rule = RULES_BY_ID[rule_id]
+    message = rule.template.format(event_type=event_type, entity_id=entity_id, **fields)
     return ProtocolError(rule.id, rule.symbol, message, event_type=event_type, entity_id=entity_id)
 
 
@@ -209,9 +151,6 @@ class _Stream:
     owner: str | None
     owed: bool
     fields: dict[str, str | None] | None
-
-
-_Handler = Callable[["ChunkNormalizer", Any], list[Event]]
 
 
 _Chunk = TextMessageChunkEvent | ToolCallChunkEvent | ReasoningMessageChunkEvent
@@ -296,9 +235,9 @@ class ChunkNormalizer:
                 ``AGUI-V093`` past ``max_open_entities``.
         """
         try:
-            handler = _HANDLERS.get(event.type)
+            handler = _HANDLERS.get(type(event))
             if handler is None:
-                return [event]
+                raise TypeError("it is not an AG-UI event object")
             return handler(self, event)
         except (TypeError, AttributeError, RecursionError) as exc:
             # Lookups by id run before any bookkeeping changes, so nothing is half-done.
@@ -327,23 +266,23 @@ class ChunkNormalizer:
                 if tag is not None and tag != holder:
                     raise _fail(
                         "AGUI-C004",
-                        f"Cannot continue {_NOUN[kind]} '{named}': chunk subagentRunId "
-                        f"'{tag}' does not match the open stream's subagent "
-                        f"'{holder if holder is not None else '(the parent agent)'}'.",
                         chunk_type,
                         named,
+                        noun=_NOUN[kind],
+                        tag=tag,
+                        holder=holder if holder is not None else "(the parent agent)",
                     )
                 return holder, self._lanes[holder]
             return tag, None
-        missing = f"First {chunk_type} must have a {_ID_FIELD[kind]}: this chunk names none and"
         if tag is not None:
             stream = self._lanes.get(tag)
             if stream is None or stream.kind is not kind:
                 raise _fail(
                     "AGUI-C001",
-                    f"{missing} subagent '{tag}' has no {_NOUN[kind]} open to continue.",
                     chunk_type,
                     None,
+                    id_field=_ID_FIELD[kind],
+                    reason=f"subagent '{tag}' has no {_NOUN[kind]} open to continue.",
                 )
             return tag, stream
         parent = self._lanes.get(None)
@@ -355,14 +294,18 @@ class ChunkNormalizer:
         if candidates:
             raise _fail(
                 "AGUI-C003",
-                f"Ambiguous {chunk_type}: it carries neither a {_ID_FIELD[kind]} nor a "
-                f"subagentRunId, but {len(candidates)} subagents have a {_NOUN[kind]} open. "
-                "Attribute the chunk to the subagent it belongs to.",
                 chunk_type,
                 None,
+                id_field=_ID_FIELD[kind],
+                count=len(candidates),
+                noun=_NOUN[kind],
             )
         raise _fail(
-            "AGUI-C001", f"{missing} no {_NOUN[kind]} is open to continue.", chunk_type, None
+            "AGUI-C001",
+            chunk_type,
+            None,
+            id_field=_ID_FIELD[kind],
+            reason=f"no {_NOUN[kind]} is open to continue.",
         )
 
     @staticmethod
@@ -377,16 +320,18 @@ class ChunkNormalizer:
                 shown = "(absent)" if established is None else f"'{established}'"
                 raise _fail(
                     "AGUI-C005",
-                    f"Cannot continue {_NOUN[stream.kind]} '{stream.id}': chunk {field} "
-                    f"'{value}' does not match the open stream's {field} {shown}.",
                     chunk_type,
                     stream.id,
+                    noun=_NOUN[stream.kind],
+                    field=field,
+                    value=value,
+                    shown=shown,
                 )
 
     def _check_room(self, owner: str | None, event_type: str, entity_id: str) -> None:
         if owner in self._lanes or len(self._lanes) < self._max_open:
             return
-        rule = RULES_BY_ID[LIMIT_RULES["open_entities"]]
+        rule = RULES_BY_ID["AGUI-V093"]
         message = rule.template.format(
             event_type=event_type,
             entity_id=entity_id,
@@ -405,7 +350,7 @@ class ChunkNormalizer:
         self._by_id[(stream.kind, stream.id)] = stream.owner
 
     def _text_chunk(self, chunk: TextMessageChunkEvent) -> list[Event]:
-        _check_delta(chunk)
+        check_delta(chunk.delta)
         role = None if chunk.role is None else str(chunk.role)
         owner, stream = self._resolve(_Kind.TEXT, chunk.message_id, chunk.subagent_run_id)
         out: list[Event] = []
@@ -437,7 +382,7 @@ class ChunkNormalizer:
         return _with_content(out, chunk, owner, TextMessageContentEvent, message_id=message_id)
 
     def _tool_chunk(self, chunk: ToolCallChunkEvent) -> list[Event]:
-        _check_delta(chunk)
+        check_delta(chunk.delta)
         owner, stream = self._resolve(_Kind.TOOL, chunk.tool_call_id, chunk.subagent_run_id)
         out: list[Event] = []
         if stream is not None:
@@ -453,13 +398,7 @@ class ChunkNormalizer:
             if chunk.tool_call_name is None:
                 # Checked before anything is emitted: the owner's previous stream must not
                 # be closed on the way to finding out this call cannot be opened.
-                raise _fail(
-                    "AGUI-C002",
-                    f"First TOOL_CALL_CHUNK must have a toolCallName: tool call '{call_id}' "
-                    "cannot be opened without naming the tool.",
-                    "TOOL_CALL_CHUNK",
-                    call_id,
-                )
+                raise _fail("AGUI-C002", "TOOL_CALL_CHUNK", call_id)
             stream = _Stream(
                 _Kind.TOOL,
                 call_id,
@@ -484,7 +423,7 @@ class ChunkNormalizer:
         return _with_content(out, chunk, owner, ToolCallArgsEvent, tool_call_id=call_id)
 
     def _reasoning_chunk(self, chunk: ReasoningMessageChunkEvent) -> list[Event]:
-        _check_delta(chunk)
+        check_delta(chunk.delta)
         owner, stream = self._resolve(_Kind.REASONING, chunk.message_id, chunk.subagent_run_id)
         out: list[Event] = []
         if stream is not None:
@@ -621,6 +560,9 @@ class ChunkNormalizer:
         out.append(event)
         return out
 
+    def _passes(self, event: Event) -> list[Event]:
+        return [event]
+
     def _run_level(
         self, event: RunStartedEvent | RunFinishedEvent | RunErrorEvent | MessagesSnapshotEvent
     ) -> list[Event]:
@@ -666,35 +608,52 @@ def _settle(stream: _Stream) -> list[Event]:
     return [end]
 
 
-_HANDLERS: Final[Mapping[str, _Handler]] = MappingProxyType(
+_HANDLERS: Final[dict[type, Callable[[ChunkNormalizer, Any], list[Event]]]] = complete(
+    "the chunk normalizer",
     {
-        "TEXT_MESSAGE_CHUNK": ChunkNormalizer._text_chunk,
-        "TOOL_CALL_CHUNK": ChunkNormalizer._tool_chunk,
-        "REASONING_MESSAGE_CHUNK": ChunkNormalizer._reasoning_chunk,
-        "TEXT_MESSAGE_START": ChunkNormalizer._text_start,
-        "TEXT_MESSAGE_CONTENT": ChunkNormalizer._text_content,
-        "TEXT_MESSAGE_END": ChunkNormalizer._text_end,
-        "TOOL_CALL_START": ChunkNormalizer._tool_start,
-        "TOOL_CALL_ARGS": ChunkNormalizer._tool_args,
-        "TOOL_CALL_END": ChunkNormalizer._tool_end,
-        "TOOL_CALL_RESULT": ChunkNormalizer._tool_result,
-        "REASONING_MESSAGE_START": ChunkNormalizer._reasoning_start,
-        "REASONING_MESSAGE_CONTENT": ChunkNormalizer._reasoning_content,
-        "REASONING_MESSAGE_END": ChunkNormalizer._reasoning_end,
-        "REASONING_END": ChunkNormalizer._reasoning_block_end,
-        "REASONING_START": ChunkNormalizer._owner_moves_on,
-        "CUSTOM": ChunkNormalizer._owner_moves_on,
-        "STEP_STARTED": ChunkNormalizer._owner_moves_on,
-        "STEP_FINISHED": ChunkNormalizer._owner_moves_on,
-        "SUBAGENT_FINISHED": ChunkNormalizer._subagent_terminal,
-        "SUBAGENT_ERROR": ChunkNormalizer._subagent_terminal,
-        "RUN_STARTED": ChunkNormalizer._run_level,
-        "RUN_FINISHED": ChunkNormalizer._run_level,
-        "RUN_ERROR": ChunkNormalizer._run_level,
-        "MESSAGES_SNAPSHOT": ChunkNormalizer._run_level,
-    }
+        TextMessageChunkEvent: ChunkNormalizer._text_chunk,
+        ToolCallChunkEvent: ChunkNormalizer._tool_chunk,
+        ReasoningMessageChunkEvent: ChunkNormalizer._reasoning_chunk,
+        TextMessageStartEvent: ChunkNormalizer._text_start,
+        TextMessageContentEvent: ChunkNormalizer._text_content,
+        TextMessageEndEvent: ChunkNormalizer._text_end,
+        ToolCallStartEvent: ChunkNormalizer._tool_start,
+        ToolCallArgsEvent: ChunkNormalizer._tool_args,
+        ToolCallEndEvent: ChunkNormalizer._tool_end,
+        ToolCallResultEvent: ChunkNormalizer._tool_result,
+        ReasoningMessageStartEvent: ChunkNormalizer._reasoning_start,
+        ReasoningMessageContentEvent: ChunkNormalizer._reasoning_content,
+        ReasoningMessageEndEvent: ChunkNormalizer._reasoning_end,
+        ReasoningEndEvent: ChunkNormalizer._reasoning_block_end,
+        ReasoningStartEvent: ChunkNormalizer._owner_moves_on,
+        CustomEvent: ChunkNormalizer._owner_moves_on,
+        StepStartedEvent: ChunkNormalizer._owner_moves_on,
+        StepFinishedEvent: ChunkNormalizer._owner_moves_on,
+        SubagentFinishedEvent: ChunkNormalizer._subagent_terminal,
+        SubagentErrorEvent: ChunkNormalizer._subagent_terminal,
+        RunStartedEvent: ChunkNormalizer._run_level,
+        RunFinishedEvent: ChunkNormalizer._run_level,
+        RunErrorEvent: ChunkNormalizer._run_level,
+        MessagesSnapshotEvent: ChunkNormalizer._run_level,
+        # Standing aside on purpose: a state delta or a raw event between two chunks of one
+        # message must not split it (corpus raw-does-not-close-chunk-stream).
+        StateSnapshotEvent: ChunkNormalizer._passes,
+        StateDeltaEvent: ChunkNormalizer._passes,
+        ActivitySnapshotEvent: ChunkNormalizer._passes,
+        ActivityDeltaEvent: ChunkNormalizer._passes,
+        RawEvent: ChunkNormalizer._passes,
+        ReasoningEncryptedValueEvent: ChunkNormalizer._passes,
+        SubagentStartedEvent: ChunkNormalizer._passes,
+        # Deprecated events are the receiver's to translate; untranslated, they touch no
+        # stream this normalizer tracks.
+        ThinkingStartEvent: ChunkNormalizer._passes,
+        ThinkingEndEvent: ChunkNormalizer._passes,
+        ThinkingTextMessageStartEvent: ChunkNormalizer._passes,
+        ThinkingTextMessageContentEvent: ChunkNormalizer._passes,
+        ThinkingTextMessageEndEvent: ChunkNormalizer._passes,
+    },
 )
-"""Which events touch the open streams, and how; every other event passes untouched."""
+"""Every event class, and what it does to the open streams (``_passes``: nothing, on purpose)."""
 
 
 def normalize_all(events: Iterable[Event]) -> list[Event]:

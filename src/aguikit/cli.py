@@ -9,8 +9,11 @@ the rule id or schema keyword, the event index and type - and exits 0, 1 or 2 so
 gate on it.  ``aguikit replay`` answers the second.  ``aguikit demo`` shows both on a
 bundled stream, ``aguikit rules`` and ``aguikit schema`` print the reference material.
 
-This module is a thin shell: reading sources, printing and exit codes live here; every
-judgement is the library's (:mod:`aguikit.validate`, :class:`aguikit.Session`).  Input is
+This module is a thin shell on the top floor: reading sources, printing and exit codes
+live here; every judgement is the library's.  Each event goes through one
+:class:`aguikit.Session`, which validates it once (collecting the strict schema issues it
+finds on the way) and verifies and applies it; a live endpoint is fetched through the same
+HTTP path as :class:`aguikit.client.AgentClient`.  Input is
 streamed - memory is bounded by the materialised conversation, never by the file size -
 and plain text is printed, with ANSI colour only when standard output is a terminal.
 
@@ -24,7 +27,6 @@ import argparse
 import contextlib
 import difflib
 import json
-import logging
 import os
 import sys
 import time
@@ -36,6 +38,7 @@ from typing import IO, Any, Final, TextIO
 
 import attrs
 
+from .catalogue import RULES_BY_SYMBOL, find_rule, suggest_rule
 from .errors import (
     AguiError,
     DecodeError,
@@ -46,8 +49,12 @@ from .errors import (
     UnknownEventTypeError,
     WireFormatError,
 )
+from .reference import render_markdown, render_rule, render_text
+from .session import Session
 from .transport.jsonl import iter_jsonl
-from .transport.sse import MEDIA_TYPE, iter_events
+from .transport.sse import iter_events
+from .validate import is_valid, iter_schema_errors
+from .wire import to_wire
 
 __all__ = ["main"]
 
@@ -171,9 +178,11 @@ def _minimal_input() -> dict[str, Any]:
 
 
 def _http_events(url: str, input_path: str | None) -> Iterator[dict[str, Any]]:
+    # The HTTP path is loaded only for a URL: reading a file should not pay for httpx.
     import httpx
 
-    from .transport.http import prepare_input
+    from .client import prepare_input
+    from .transport.http import post_stream
 
     try:
         raw = json.loads(Path(input_path).read_text("utf-8")) if input_path else _minimal_input()
@@ -185,21 +194,8 @@ def _http_events(url: str, input_path: str | None) -> Iterator[dict[str, Any]]:
         body = prepare_input(raw)
     except AguiError as exc:
         raise _Unreadable(f"--input is not a valid RunAgentInput: {exc}") from None
-    headers = {"Content-Type": "application/json", "Accept": MEDIA_TYPE}
-    try:
-        with (
-            httpx.Client(timeout=httpx.Timeout(60.0, connect=10.0)) as client,
-            client.stream("POST", url, json=body, headers=headers) as response,
-        ):
-            if not response.is_success:
-                text = response.read()[:500].decode("utf-8", "replace")
-                raise _Unreadable(f"{url}: HTTP {response.status_code}: {text!r}")
-            media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-            if media != MEDIA_TYPE:
-                raise _Unreadable(f"{url}: expected {MEDIA_TYPE}, got {media or 'nothing'}")
-            yield from iter_events(response.iter_bytes(), source=url)
-    except httpx.HTTPError as exc:
-        raise TransportError(f"{type(exc).__name__}: {exc}", url=url) from None
+    timeout = httpx.Timeout(60.0, connect=10.0)
+    yield from iter_events(post_stream(url, body, timeout=timeout), source=url)
 
 
 def _open_events(spec: str, input_path: str | None) -> tuple[str, Iterator[dict[str, Any]]]:
@@ -239,6 +235,8 @@ class _Problem:
     event_index: int | None = None
     event_type: str | None = None
     pointer: str | None = None
+    rule: str | None = None
+    """The catalogue id (``aguikit rules RULE``); for a schema issue ``code`` is the keyword."""
 
     def as_json(self) -> dict[str, Any]:
         return {k: v for k, v in attrs.asdict(self).items() if v is not None}
@@ -279,19 +277,18 @@ def _check(
     """
     Validate, verify and apply ``events``, reporting each problem through ``emit``.
 
-    Every event is schema-checked strictly (all issues reported).  The session verifies and
-    applies them until its first fatal error (an ordering rule, or a field too malformed to
-    read); from there on events are only schema-checked, because a verifier that has seen
-    an impossible event cannot judge the ones after it.  Warnings caused by an event that
-    already has schema errors (a stripped undeclared member) are not repeated.
+    Every event is validated once, by the session, which records the strict schema issues
+    it finds (all of them) before its receiver repairs what it can.  The session verifies
+    and applies the events until its first fatal error (an ordering rule, or a field too
+    malformed to read); from there on events are only schema-checked, because a verifier
+    that has seen an impossible event cannot judge the ones after it.  Warnings caused by
+    an event that already has schema errors (a stripped undeclared member) are not
+    repeated.
     """
-    from .session import Session
-    from .validate import is_valid, iter_schema_errors
-
     report = _Report(source)
-    session = Session(verify=True, validate=True, keep_delivered=False)
+    session = Session(verify=True, validate=True, keep_delivered=False, collect_issues=True)
     verifying = True
-    invalid = -1  # the index of the current event when the strict pass rejected it
+    invalid = -1  # the index of the current event when the strict schema rejected it
 
     def add(problem: _Problem) -> None:
         report.counts[problem.kind] += 1
@@ -302,6 +299,23 @@ def _check(
         verifying = False
         report.verification_stopped_at = at
 
+    def schema_issues(issues: Iterable[Any], index: int, etype: str | None) -> None:
+        nonlocal invalid
+        for issue in issues:
+            invalid = index
+            rule = "AGUI-S002" if issue.pointer == "/type" and issue.keyword == "enum" else None
+            add(
+                _Problem(
+                    "schema",
+                    issue.keyword,
+                    issue.message,
+                    index,
+                    etype,
+                    issue.pointer or "/",
+                    rule or "AGUI-S001",
+                )
+            )
+
     def drain_warnings(etype: str | None, index: int | None) -> None:
         # Only this feed's warnings: reading them costs nothing however many came before.
         for warning in session.last_warnings:
@@ -309,7 +323,12 @@ def _check(
             if at is not None and at == invalid:
                 continue
             kind = "patch" if warning.code in _PATCH_WARNINGS else "warning"
-            add(_Problem(kind, warning.code, warning.message, at, etype if at == index else None))
+            rule = RULES_BY_SYMBOL[warning.code].id
+            problem = _Problem(
+                kind, warning.code, warning.message, at, etype if at == index else None
+            )
+            problem.rule = rule
+            add(problem)
 
     index = -1
     try:
@@ -317,36 +336,75 @@ def _check(
             report.events = index + 1
             progress.tick(report.events)
             etype = _event_type(data)
-            # The fast verdict first; the explaining validator only for a failed document.
-            for issue in () if is_valid(data) else iter_schema_errors(data):
-                invalid = index
-                add(
-                    _Problem(
-                        "schema", issue.keyword, issue.message, index, etype, issue.pointer or "/"
-                    )
-                )
             if not verifying:
+                # Schema-only from here: the fast verdict, the explanation only on failure.
+                schema_issues(() if is_valid(data) else iter_schema_errors(data), index, etype)
                 continue
+            failure: AguiError | None = None
             try:
                 session.feed(data)
-            except ProtocolError as exc:
-                add(_Problem("protocol", exc.rule, exc.message, index, exc.event_type or etype))
+            except AguiError as exc:
+                failure = exc
+            schema_issues(session.last_issues, index, etype)
+            if isinstance(failure, ProtocolError):
+                add(
+                    _Problem(
+                        "protocol",
+                        failure.rule or "protocol",
+                        failure.message,
+                        index,
+                        failure.event_type or etype,
+                        rule=failure.rule,
+                    )
+                )
                 stop(index)
-            except PatchError as exc:  # only with patch_errors="raise"; kept for safety
-                add(_Problem("patch", "patch-failed", str(exc), index, etype, exc.pointer))
-            except (SchemaValidationError, UnknownEventTypeError, WireFormatError) as exc:
-                if index != invalid:  # the strict pass found nothing: say why here
-                    add(_Problem("schema", type(exc).__name__, str(exc), index, etype))
+            elif isinstance(failure, PatchError):  # only with patch_errors="raise"
+                add(
+                    _Problem(
+                        "patch",
+                        "patch-failed",
+                        str(failure),
+                        index,
+                        etype,
+                        failure.pointer,
+                        failure.rule,
+                    )
+                )
+            elif isinstance(
+                failure, SchemaValidationError | UnknownEventTypeError | WireFormatError
+            ):
+                if index != invalid:  # the strict issues said nothing: say why here
+                    add(
+                        _Problem(
+                            "schema",
+                            type(failure).__name__,
+                            str(failure),
+                            index,
+                            etype,
+                            rule=failure.rule,
+                        )
+                    )
                 stop(index)
+            elif failure is not None:
+                raise failure
             drain_warnings(etype, index)
     except DecodeError as exc:
-        add(_Problem("decode", "decode", str(exc), index + 1))
+        add(_Problem("decode", exc.rule or "decode", str(exc), index + 1, rule=exc.rule))
         stop(index + 1)
     if verifying:
         try:
             session.finish()
         except ProtocolError as exc:
-            add(_Problem("protocol", exc.rule, exc.message, exc.event_index, exc.event_type))
+            add(
+                _Problem(
+                    "protocol",
+                    exc.rule or "protocol",
+                    exc.message,
+                    exc.event_index,
+                    exc.event_type,
+                    rule=exc.rule,
+                )
+            )
         drain_warnings(None, None)
     progress.done()
     return report
@@ -420,8 +478,6 @@ def _run_check(
 
 
 def _wire(obj: Any) -> Any:
-    from .wire import to_wire
-
     try:
         return to_wire(obj)
     except AguiError:
@@ -460,17 +516,9 @@ def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line for line in text.splitlines() or [""])
 
 
-def _render_conversation(session: Any, style: _Style) -> str:
+def _render_conversation(session: Session, style: _Style) -> str:
     lines: list[str] = []
-    subagents: dict[str, Any] = {}
-    raw_subagents = getattr(session, "subagents", None)
-    if isinstance(raw_subagents, dict):
-        subagents = raw_subagents
-    elif raw_subagents:
-        for sub in raw_subagents:
-            key = getattr(sub, "run_id", None)
-            if key:
-                subagents[key] = sub
+    subagents = {sub.run_id: sub for sub in session.subagents}
     announced: set[str] = set()
     group: str | None = None
     for message in session.messages:
@@ -544,8 +592,6 @@ def _render_conversation(session: Any, style: _Style) -> str:
 
 
 def _run_replay(source: str, events: Iterator[dict[str, Any]], out: TextIO, err: TextIO) -> int:
-    from .session import Session
-
     style = _Style.for_stream(out)
     session = Session(verify=True, validate=True, keep_delivered=False)
     code = EXIT_OK
@@ -578,6 +624,23 @@ def _run_schema(definition: str | None, out: TextIO, err: TextIO) -> int:
         err.write(f"aguikit schema: no definition {definition!r}{hint}\n")
         return EXIT_UNREADABLE
     out.write(json.dumps(defs[definition], indent=2, ensure_ascii=False) + "\n")
+    return EXIT_OK
+
+
+def _run_rules(key: str | None, markdown: bool, out: TextIO, err: TextIO) -> int:
+    if markdown:
+        out.write(render_markdown())
+        return EXIT_OK
+    if key is None:
+        out.write(render_text())
+        return EXIT_OK
+    rule = find_rule(key)
+    if rule is None:
+        close = suggest_rule(key)
+        hint = f"; did you mean: {', '.join(close)}?" if close else ""
+        err.write(f"aguikit rules: no rule {key!r}{hint}\n")
+        return EXIT_UNREADABLE
+    out.write(render_rule(rule))
     return EXIT_OK
 
 
@@ -616,7 +679,11 @@ def _parser() -> argparse.ArgumentParser:
     replay = sub.add_parser("replay", help="print the conversation a stream materialises")
     source_args(replay)
     sub.add_parser("demo", help="check and replay the bundled example stream")
-    sub.add_parser("rules", help="print the protocol rules aguikit verifies")
+    rules = sub.add_parser("rules", help="print the rule catalogue, or one rule (by id or symbol)")
+    rules.add_argument("rule", nargs="?", metavar="ID", help="AGUI-V014, V014 or patch-failed")
+    rules.add_argument(
+        "--markdown", action="store_true", help="the whole reference as docs/rules.md has it"
+    )
     schema = sub.add_parser("schema", help="print the bundled JSON Schema, or one definition")
     schema.add_argument("definition", nargs="?", metavar="DEFINITION")
     return parser
@@ -642,14 +709,9 @@ def main(argv: list[str] | None = None) -> int:
         if reconfigure is not None:
             with contextlib.suppress(ValueError, OSError, TypeError):
                 reconfigure(errors="backslashreplace")
-    # Session warnings are reported as lines of their own; keep the logger from echoing them.
-    logging.getLogger("aguikit").addHandler(logging.NullHandler())
     try:
         if args.command == "rules":
-            from .rules import render_text
-
-            out.write(render_text().rstrip("\n") + "\n")
-            return EXIT_OK
+            return _run_rules(args.rule, args.markdown, out, err)
         if args.command == "schema":
             return _run_schema(args.definition, out, err)
         if args.command == "demo":

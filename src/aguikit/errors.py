@@ -20,6 +20,8 @@ from typing import Any
 
 import attrs
 
+from .catalogue import LIMIT_RULES
+
 __all__ = [
     "AguiError",
     "ContentTypeError",
@@ -30,6 +32,7 @@ __all__ = [
     "ProtocolError",
     "SchemaIssue",
     "SchemaValidationError",
+    "StageOrderError",
     "TransportError",
     "TruncatedStreamError",
     "UnknownEventTypeError",
@@ -56,6 +59,8 @@ class AguiError(Exception):
     """
 
     event_index: int | None = None
+    rule: str | None = None
+    """The id of the :mod:`catalogue <aguikit.catalogue>` row this error reports, if any."""
 
     @property
     def location(self) -> str:
@@ -88,6 +93,8 @@ class SchemaValidationError(AguiError, ValueError):
     Carries *every* violation found (``issues``), not only the first, so a report can list
     them all; ``str()`` shows the most relevant one first.
     """
+
+    rule = "AGUI-S001"
 
     def __init__(
         self,
@@ -123,6 +130,8 @@ class UnknownEventTypeError(SchemaValidationError):
     the offending ``value`` (``None`` when ``type`` was missing or not a string) and the
     closest known type as ``suggestion`` when there is a plausible one.
     """
+
+    rule = "AGUI-S002"
 
     def __init__(
         self,
@@ -207,6 +216,28 @@ class ProtocolError(AguiError):
         super().__init__(f"[{rule} {symbol}] {message}")
 
 
+class StageOrderError(ProtocolError):
+    """
+    An event reached a stage before the stage that must handle it first: a chunk the
+    normalizer never expanded, a deprecated ``THINKING_*`` event the receiver never
+    translated.  A bug in how the caller chained the stages, not in the stream:
+    ``stage`` names the one to run first (:class:`aguikit.Session` runs them all in order).
+    """
+
+    def __init__(
+        self,
+        rule: str,
+        symbol: str,
+        message: str,
+        *,
+        stage: str,
+        event_index: int | None = None,
+        event_type: str | None = None,
+    ) -> None:
+        super().__init__(rule, symbol, message, event_index=event_index, event_type=event_type)
+        self.stage = stage
+
+
 class PatchError(AguiError):
     """
     An RFC 6902 patch did not apply; the target was left exactly as it was.
@@ -214,6 +245,8 @@ class PatchError(AguiError):
     ``target`` says what was being patched (``"state"`` or ``"activity 'a1'"``);
     ``op_index`` and ``op`` name the failing operation, ``pointer`` its path.
     """
+
+    rule = "AGUI-P001"
 
     def __init__(
         self,
@@ -250,18 +283,22 @@ class DecodeError(AguiError, ValueError):
 
     ``source`` names the input (a path, ``<stdin>``, a URL); ``line`` (JSONL) or ``frame``
     (SSE) is 1-based; ``byte_offset`` is where in the input the offending unit starts.
+    ``rule`` is the catalogue id of what went wrong (``AGUI-D002`` for text that is not
+    JSON).
     """
 
     def __init__(
         self,
         message: str,
         *,
+        rule: str | None = None,
         source: str | None = None,
         line: int | None = None,
         frame: int | None = None,
         byte_offset: int | None = None,
     ) -> None:
         self.message = message
+        self.rule = rule
         self.source = source
         self.line = line
         self.frame = frame
@@ -293,11 +330,14 @@ class LimitExceededError(DecodeError):
     def __init__(self, limit: str, maximum: int, message: str, **where: Any) -> None:
         self.limit = limit
         self.maximum = maximum
+        where.setdefault("rule", LIMIT_RULES.get(limit))
         super().__init__(f"{message} (limit {limit}={maximum})", **where)
 
 
 class TransportError(AguiError):
     """The connection to an agent failed or did not speak AG-UI over SSE."""
+
+    rule = "AGUI-T001"
 
     def __init__(self, message: str, *, url: str | None = None) -> None:
         self.message = message
@@ -312,6 +352,8 @@ class TransportError(AguiError):
 class HTTPStatusError(TransportError):
     """The agent answered with a non-2xx status; ``body`` holds the start of its body."""
 
+    rule = "AGUI-T002"
+
     def __init__(self, status_code: int, body: str, *, url: str | None = None) -> None:
         self.status_code = status_code
         self.body = body
@@ -321,6 +363,8 @@ class HTTPStatusError(TransportError):
 
 class ContentTypeError(TransportError):
     """The agent answered 2xx with something other than an event stream."""
+
+    rule = "AGUI-T003"
 
     def __init__(self, content_type: str | None, *, url: str | None = None) -> None:
         self.content_type = content_type

@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from enum import Enum
 from typing import Any, Final, Literal, get_args, get_origin
 
@@ -56,15 +56,14 @@ from ._generated.models import (
     ReasoningStartEvent,
     RunStartedEvent,
 )
-from ._generated.registry import EVENT_CLASSES, PROTOCOL_VERSION
-from .validate import fast_check
-from .validate import validate as validate_definition
-from .wire import parse_event
+from ._generated.registry import EVENT_CLASSES, PROTOCOL_VERSION, TAGS
+from .catalogue import RULES_BY_ID, WarningSink, discard_warning, render_message
+from .errors import SchemaIssue
+from .jsonio import escape_pointer
+from .validate import iter_schema_errors
+from .wire import parse_event, parse_valid_event
 
 __all__ = ["Receiver", "WarningSink", "compare_protocol_versions", "strip_unknown"]
-
-WarningSink = Callable[[str, str], None]
-"""Called with ``(code, message)`` for every warning the boundary raises."""
 
 
 # ---- the stripping plan, derived from the generated classes --------------------------------
@@ -100,10 +99,7 @@ _PLANS: dict[type, _Object] = {}
 
 
 def _discriminator(cls: type) -> tuple[str, str] | None:
-    for field in attrs.fields(cls):
-        if field.name in ("type", "role", "op") and isinstance(field.default, str):
-            return field.metadata.get("wire", field.name), field.default
-    return None
+    return TAGS.get(cls.__name__)
 
 
 def _plan_type(annotation: Any) -> _Node:
@@ -155,10 +151,6 @@ class _Drop:
 _DROP: Final = _Drop()
 
 
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
-
-
 def _strip(value: Any, node: _Node, path: str, removed: list[str]) -> Any:
     if node is None:
         return value
@@ -167,7 +159,7 @@ def _strip(value: Any, node: _Node, path: str, removed: list[str]) -> Any:
             return value  # a malformed value: the validator's to reject, fatally
         result: dict[str, Any] = {}
         for key, member in value.items():
-            where = f"{path}/{_escape(str(key))}"
+            where = f"{path}/{escape_pointer(str(key))}"
             spec = node.fields.get(key)
             if spec is None:
                 if node.closed:
@@ -264,20 +256,17 @@ _LEGACY_NULLS: Final[Mapping[str, tuple[str, ...]]] = {
 }
 """The optional members pre-1.0 producers sent as ``null``; read as absent, with a warning."""
 
-_THINKING: Final[Mapping[str, str]] = {
-    "THINKING_START": "REASONING_START",
-    "THINKING_TEXT_MESSAGE_START": "REASONING_MESSAGE_START",
-    "THINKING_TEXT_MESSAGE_CONTENT": "REASONING_MESSAGE_CONTENT",
-    "THINKING_TEXT_MESSAGE_END": "REASONING_MESSAGE_END",
-    "THINKING_END": "REASONING_END",
+_THINKING: Final[Mapping[type, str]] = {
+    models.ThinkingStartEvent: "REASONING_START",
+    models.ThinkingTextMessageStartEvent: "REASONING_MESSAGE_START",
+    models.ThinkingTextMessageContentEvent: "REASONING_MESSAGE_CONTENT",
+    models.ThinkingTextMessageEndEvent: "REASONING_MESSAGE_END",
+    models.ThinkingEndEvent: "REASONING_END",
 }
+"""The deprecated events this boundary translates, and what each becomes."""
 
 
 _EVENT_CLASSES: Final = tuple(EVENT_CLASSES.values())
-
-
-def _quiet(code: str, message: str) -> None:
-    """The default sink: warnings are dropped (the session installs a real one)."""
 
 
 class Receiver:
@@ -290,15 +279,20 @@ class Receiver:
             schema check, and only undeclared top-level members are stripped.
         protocol_version: The version this consumer speaks, compared with
             ``RUN_STARTED.protocolVersion``.
-        on_warning: Receives ``(code, message)`` for every warning.
+        on_warning: Receives ``(symbol, message)`` for every warning.
+        collect_issues: Record, in :attr:`last_issues`, every way a raw dict breaks the
+            *strict* schema (an undeclared member included) before the boundary repairs
+            it.  For a checker (``aguikit check``): it reports them without validating the
+            event a second time.  Costs nothing on a valid event.
     """
 
     __slots__ = (
-        "_checks",
+        "_collect",
         "_message_id",
         "_minted",
         "_span_id",
         "_validate",
+        "last_issues",
         "on_warning",
         "protocol_version",
     )
@@ -309,11 +303,14 @@ class Receiver:
         validate: bool = True,
         protocol_version: str = PROTOCOL_VERSION,
         on_warning: WarningSink | None = None,
+        collect_issues: bool = False,
     ) -> None:
         self._validate = validate
+        self._collect = collect_issues
         self.protocol_version = protocol_version
-        self.on_warning: WarningSink = on_warning or _quiet
-        self._checks: dict[str, Callable[[Any], bool]] = {}
+        self.on_warning: WarningSink = on_warning or discard_warning
+        self.last_issues: list[SchemaIssue] = []
+        """Strict-schema issues of the latest raw dict (with ``collect_issues``)."""
         self._span_id: str | None = None
         self._message_id: str | None = None
         self._minted = 0
@@ -330,6 +327,8 @@ class Receiver:
             UnknownEventTypeError: the document has no ``type`` string at all.
             WireFormatError: the document could not be turned into its typed event.
         """
+        if self.last_issues:
+            self.last_issues = []
         if type(item) is dict or isinstance(item, Mapping):
             event = self._from_wire(item)
             if event is None:
@@ -341,76 +340,62 @@ class Receiver:
             event = item
             if event.extra_members:
                 for key in event.extra_members:
-                    self._warn_stripped(f"/{_escape(key)}", event.type)
+                    self._warn_stripped(f"/{escape_pointer(key)}", event.type)
                 event = evolve_quietly(event, extra_members=None)
-        if event.type in _THINKING:
+        if type(event) in _THINKING:
             return self._translate_thinking(event)
         if isinstance(event, RunStartedEvent) and event.protocol_version is not None:
             self._judge_version(event.protocol_version)
         return event
 
+    def _warn(self, rule_id: str, **fields: Any) -> None:
+        self.on_warning(RULES_BY_ID[rule_id].symbol, render_message(rule_id, **fields))
+
+    def _strict_issues(self, data: Mapping[str, Any]) -> None:
+        if self._collect:
+            self.last_issues = list(iter_schema_errors(data, "Event", strict=True))
+
     def _from_wire(self, data: Mapping[str, Any]) -> Event | None:
         kind = data.get("type")
         if isinstance(kind, str) and kind not in EVENT_CLASSES:
-            self.on_warning(
-                "unknown-event",
-                f"Dropping unrecognised event '{kind}': the protocol this consumer speaks "
-                "does not describe it.",
-            )
+            self._strict_issues(data)
+            self._warn("AGUI-W001", event_type=kind)
             return None
         if not isinstance(kind, str):
+            self._strict_issues(data)
             return parse_event(data)  # raises UnknownEventTypeError
         if not self._validate:
             event = parse_event(data, check=False)
             if event.extra_members:
                 for key in event.extra_members:
-                    self._warn_stripped(f"/{_escape(key)}", kind)
+                    self._warn_stripped(f"/{escape_pointer(key)}", kind)
                 event = evolve_quietly(event, extra_members=None)
             return event
-        check = self._checks.get(kind)
-        if check is None:
-            check = self._checks[kind] = fast_check(EVENT_CLASSES[kind].__name__, strict=True)
-        if check(data):
-            return parse_event(data, check=False)
+        valid = parse_valid_event(data, strict=True)
+        if valid is not None:
+            return valid
+        self._strict_issues(data)
         cleaned = dict(data)
         for member in _LEGACY_NULLS.get(kind, ("rawEvent",)):
             if member in cleaned and cleaned[member] is None:
                 del cleaned[member]
-                self.on_warning(
-                    "legacy-null",
-                    f"Reading {kind}.{member}: null, a pre-1.0 shape, as an absent member.",
-                )
+                self._warn("AGUI-W003", event_type=kind, member=member)
         cleaned, removed = strip_unknown(cleaned)
         for pointer in removed:
             self._warn_stripped(pointer, kind)
-        validate_definition(cleaned, EVENT_CLASSES[kind].__name__, strict=True)
-        return parse_event(cleaned, check=False)
+        return parse_event(cleaned, strict=True)
 
     def _warn_stripped(self, pointer: str, kind: str) -> None:
-        self.on_warning(
-            "unknown-member",
-            f"Removed unrecognised material at '{pointer}' on {kind}: the protocol this "
-            "consumer speaks does not describe it.",
-        )
+        self._warn("AGUI-W002", pointer=pointer, event_type=kind)
 
     def _judge_version(self, declared: str) -> None:
         if declared == self.protocol_version:
             return
         verdict = compare_protocol_versions(declared, self.protocol_version)
         if verdict == "?":
-            self.on_warning(
-                "protocol-version-uninterpretable",
-                f"The producer declared protocol version '{declared}', which this consumer "
-                f"cannot interpret; proceeding as for a newer version than "
-                f"{self.protocol_version}.",
-            )
+            self._warn("AGUI-W008", declared=declared, spoken=self.protocol_version)
         elif verdict == "newer":
-            self.on_warning(
-                "protocol-version-newer",
-                f"The producer speaks protocol {declared}; this consumer speaks "
-                f"{self.protocol_version}. Unrecognised material will be stripped with "
-                "warnings.",
-            )
+            self._warn("AGUI-W007", declared=declared, spoken=self.protocol_version)
 
     def _mint(self, what: str) -> str:
         self._minted += 1
@@ -420,19 +405,12 @@ class Receiver:
         if established is not None:
             return established
         minted = self._mint("message")
-        self.on_warning(
-            "minted-id",
-            f"Minting messageId '{minted}' for {kind}: no THINKING opener preceded it, so "
-            "the id is this consumer's invention and verification will reject it.",
-        )
+        self._warn("AGUI-W006", entity_id=minted, event_type=kind)
         return minted
 
     def _translate_thinking(self, event: Event) -> Event:
         kind = event.type
-        self.on_warning(
-            "deprecated-event",
-            f"Converting deprecated {kind} to {_THINKING[kind]}.",
-        )
+        self._warn("AGUI-W004", event_type=kind, replacement=_THINKING[type(event)])
         base: dict[str, Any] = {
             "timestamp": event.timestamp,
             "raw_event": event.raw_event,
@@ -440,11 +418,7 @@ class Receiver:
         }
         if isinstance(event, models.ThinkingStartEvent):
             if event.title is not None:
-                self.on_warning(
-                    "lossy-translation",
-                    f"Dropping THINKING_START.title {event.title!r}: REASONING_START has no "
-                    "title field.",
-                )
+                self._warn("AGUI-W005", title=repr(event.title))
             self._span_id = self._mint("span")
             return ReasoningStartEvent(message_id=self._span_id, **base)
         if isinstance(event, models.ThinkingTextMessageStartEvent):

@@ -34,6 +34,7 @@ is recorded as a divergence in the conformance tests).
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
@@ -41,17 +42,51 @@ import attrs
 
 from ._generated.models import Event, Interrupt, Message, ReasoningMessage
 from ._generated.registry import PROTOCOL_VERSION
-from .apply import NOTHING, Applier, Changed, Subagent
-from .chunks import ChunkNormalizer, malformed_event
-from .errors import AguiError, PatchError
+from ._guard import malformed_event
+from .apply import Applier
+from .catalogue import RULES_BY_SYMBOL, render_message
+from .changes import NOTHING, Changed, Subagent
+from .chunks import ChunkNormalizer
+from .errors import AguiError, PatchError, SchemaIssue
 from .limits import MAX_OPEN_ENTITIES, MAX_WARNINGS
+from .patch import UNSET
 from .receiver import Receiver
+from .verify import Verifier
 
-__all__ = ["Session", "SessionWarning"]
+__all__ = ["Session", "SessionWarning", "Update"]
 
 LOGGER: Final = logging.getLogger("aguikit")
 
-_UNSET: Final[Any] = object()
+
+@attrs.frozen
+class Update:
+    """
+    One delivered event and what applying it changed: the unit a consumer acts on.
+
+    ``event`` is the typed event as delivered to the application (after the receiver
+    boundary and chunk expansion, so one received chunk may deliver several, and a dropped
+    unknown event none); ``change`` says what applying it changed (a message appended,
+    text grown, state replaced...), for a view that redraws only that.
+    :meth:`Session.feed` returns one per delivered event and the HTTP client yields them as
+    they are.
+    """
+
+    event: Event
+    change: Changed
+
+    @property
+    def changes(self) -> tuple[Changed, ...]:
+        """
+        ``(change,)``: the shape of the 0.1 ``Update``, which always held exactly one.
+
+        .. deprecated:: 0.2.0  Use :attr:`change`.
+        """
+        warnings.warn(
+            "Update.changes is deprecated: an update carries exactly one change, Update.change",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return (self.change,)
 
 
 @attrs.frozen
@@ -59,17 +94,20 @@ class SessionWarning:
     """
     Something the session tolerated instead of failing on.
 
-    ``code`` is stable and machine-readable (``unknown-event``, ``unknown-member``,
-    ``legacy-null``, ``deprecated-event``, ``lossy-translation``, ``minted-id``,
-    ``protocol-version-newer``, ``protocol-version-uninterpretable``, ``patch-failed``,
-    ``activity-missing``, ``id-collision``, ``unknown-tool-call``, ``tool-call-renamed``);
-    ``event_index`` is the position of the input that caused it (``None`` from
-    :meth:`Session.finish`).
+    ``code`` is stable and machine-readable: the symbol of a row of
+    :mod:`aguikit.catalogue` (``unknown-member``, ``patch-failed``...), whose id is
+    :attr:`rule`, so ``aguikit rules CODE`` explains it; ``event_index`` is the position of
+    the input that caused it (``None`` from :meth:`Session.finish`).
     """
 
     code: str
     message: str
     event_index: int | None
+
+    @property
+    def rule(self) -> str:
+        """The catalogue id of this warning (``AGUI-W002`` for ``unknown-member``)."""
+        return RULES_BY_SYMBOL[self.code].id
 
 
 class Session:
@@ -94,6 +132,8 @@ class Session:
             chunk normalizer (``AGUI-V093`` past it); see :mod:`aguikit.limits`.
         max_warnings: Most warnings kept in :attr:`warnings`; later ones are still counted
             in :attr:`warning_count`, logged and reported in :attr:`last_warnings`.
+        collect_issues: Record in :attr:`last_issues` every way each raw dict breaks the
+            strict schema, before the receiver repairs it (what a checker reports).
     """
 
     def __init__(
@@ -102,13 +142,14 @@ class Session:
         verify: bool = True,
         validate: bool = True,
         messages: Iterable[Message] = (),
-        state: Any = _UNSET,
+        state: Any = UNSET,
         protocol_version: str = PROTOCOL_VERSION,
         thread_id: str | None = None,
         patch_errors: Literal["warn", "raise"] = "warn",
         keep_delivered: bool = True,
         max_open_entities: int = MAX_OPEN_ENTITIES,
         max_warnings: int = MAX_WARNINGS,
+        collect_issues: bool = False,
     ) -> None:
         self._warnings: list[SessionWarning] = []
         self._warning_count = 0
@@ -117,25 +158,21 @@ class Session:
         self._index = 0
         self._current: int | None = None
         self._receiver = Receiver(
-            validate=validate, protocol_version=protocol_version, on_warning=self._warn
+            validate=validate,
+            protocol_version=protocol_version,
+            on_warning=self._warn,
+            collect_issues=collect_issues,
         )
         self._normalizer = ChunkNormalizer(max_open_entities=max_open_entities)
-        if verify:
-            from .verify import Verifier
-
-            self._verifier: Any = Verifier(thread_id=thread_id, max_open_entities=max_open_entities)
-        else:
-            self._verifier = None
-        if state is _UNSET:
-            self._applier = Applier(messages, on_warning=self._warn)
-        else:
-            self._applier = Applier(messages, state, on_warning=self._warn)
+        self._verifier = (
+            Verifier(thread_id=thread_id, max_open_entities=max_open_entities) if verify else None
+        )
+        self._applier = Applier(messages, state, on_warning=self._warn)
         self._raise_patch_errors = patch_errors == "raise"
         self._keep = keep_delivered
         self._delivered: list[Event] = []
-        self._last: list[Event] = []
+        self._last: list[Update] = []
         self._error: AguiError | None = None
-        self._finished = False
 
     # ---- reading --------------------------------------------------------------------------
 
@@ -204,6 +241,15 @@ class Session:
         return self._fresh
 
     @property
+    def last_issues(self) -> list[SchemaIssue]:
+        """
+        With ``collect_issues``: every way the latest raw dict broke the strict schema,
+        found while it was validated for delivery (an undeclared member the receiver then
+        stripped included), so a checker reports them without validating twice.
+        """
+        return self._receiver.last_issues
+
+    @property
     def error(self) -> AguiError | None:
         """The fatal error that ended the stream, if one did."""
         return self._error
@@ -218,7 +264,7 @@ class Session:
         self._fresh.append(warning)
         LOGGER.warning("%s (event %s): %s", code, self._current, message)
 
-    def feed(self, event: Event | Mapping[str, Any]) -> list[Changed]:
+    def feed(self, event: Event | Mapping[str, Any]) -> list[Update]:
         """
         Take one event through every stage.
 
@@ -226,7 +272,10 @@ class Session:
             event: A typed event, or a decoded wire dict (validated when ``validate``).
 
         Returns:
-            What each delivered event changed, in order (empty when the input was dropped).
+            One :class:`Update` per delivered event, in order: the event and what applying
+            it changed (empty when the input was dropped; several when a chunk expanded).
+
+        .. versionchanged:: 0.2.0  Returns :class:`Update` values, not bare changes.
 
         Raises:
             SchemaValidationError: a raw dict has a malformed known field.
@@ -265,14 +314,14 @@ class Session:
             raise malformed from None
         return self._apply(expanded, index)
 
-    def feed_all(self, events: Iterable[Event | Mapping[str, Any]]) -> list[Changed]:
-        """Feed every event of ``events`` in order; the changes of all of them."""
-        changes: list[Changed] = []
+    def feed_all(self, events: Iterable[Event | Mapping[str, Any]]) -> list[Update]:
+        """Feed every event of ``events`` in order; the updates of all of them."""
+        updates: list[Update] = []
         for event in events:
-            changes.extend(self.feed(event))
-        return changes
+            updates.extend(self.feed(event))
+        return updates
 
-    def finish(self) -> list[Changed]:
+    def finish(self) -> list[Update]:
         """
         The transport ended: close what the chunk normalizer still owes, then check that
         the stream ended where it may.
@@ -295,8 +344,7 @@ class Session:
             error.event_index = self._index
             self._error = error
             raise
-        changes = self._apply(expanded, None)
-        self._finished = True
+        updates = self._apply(expanded, None)
         if self._verifier is not None:
             try:
                 self._verifier.finish()
@@ -304,41 +352,46 @@ class Session:
                 error.event_index = self._index  # where the stream ended: one past the last
                 self._error = error
                 raise
-        return changes
+        return updates
 
     @property
     def last_delivered(self) -> list[Event]:
         """
-        The events the latest :meth:`feed` or :meth:`finish` delivered, aligned one to one
-        with the :class:`Changed` records it returned.  Unlike :attr:`delivered` it costs
-        nothing per call and works with ``keep_delivered=False``, which is what a consumer
-        pairing events with changes over a long stream wants.
-        """
-        return self._last
+        The events the latest :meth:`feed` or :meth:`finish` delivered.
 
-    def _apply(self, events: list[Event], index: int | None) -> list[Changed]:
-        self._last = events
+        .. deprecated:: 0.2.0  :meth:`feed` returns each event with its change as an
+           :class:`Update`; there is nothing left to pair.
+        """
+        warnings.warn(
+            "Session.last_delivered is deprecated: feed() returns Update(event, change) values",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return [update.event for update in self._last]
+
+    def _apply(self, events: list[Event], index: int | None) -> list[Update]:
         applier = self._applier
         keep = self._keep
-        changes: list[Changed] = []
+        updates: list[Update] = []
+        self._last = updates
         for item in events:
             try:
-                changes.append(applier.apply(item))
+                change = applier.apply(item)
             except PatchError as error:
                 error.event_index = index
                 if self._raise_patch_errors:
                     raise
-                what = "state" if error.target == "state" else error.target
                 self._warn(
                     "patch-failed",
-                    f"Failed to apply {what} patch; it was left as it was: {error}",
+                    render_message("AGUI-P001", target=error.target, detail=str(error)),
                 )
-                changes.append(NOTHING)
+                change = NOTHING
             except AguiError as error:
                 # Only a shape the boundary trusted (validate=False) gets here: fatal.
                 error.event_index = index
                 self._error = error
                 raise
+            updates.append(Update(item, change))
             if keep:
                 self._delivered.append(item)
-        return changes
+        return updates

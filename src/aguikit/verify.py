@@ -164,7 +164,7 @@ def _interrupts_unique(state: _State, event: Any) -> tuple[Any, dict[str, Any]] 
 
 def _chunk_normalized(state: _State, event: Any) -> tuple[Any, dict[str, Any]] | None:
     entity = getattr(event, "message_id", None) or getattr(event, "tool_call_id", None)
-    return entity, {}
+    return entity, {"stage": "verifier"}
 
 
 _ENCRYPTED_BUCKETS: Final[Mapping[str, tuple[tuple[Bucket, ...], str]]] = {

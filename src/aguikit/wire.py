@@ -25,7 +25,6 @@ on the way in or out, so a parsed event shares them with the dict it came from.
 
 from __future__ import annotations
 
-import json
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -35,14 +34,11 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from . import limits
 from ._generated import models
 from ._generated.models import Event, Message, RunAgentInput
-from ._generated.registry import EVENT_CLASSES, MESSAGE_CLASSES
+from ._generated.registry import EVENT_CLASSES, MESSAGE_CLASSES, TAGS
 from .errors import (
     AguiError,
-    DecodeError,
-    LimitExceededError,
     SchemaIssue,
     SchemaValidationError,
     UnknownEventTypeError,
@@ -54,26 +50,17 @@ from .validate import validate as _validate_definition
 
 __all__ = [
     "converter",
-    "dumps_event",
-    "dumps_wire",
-    "loads_event",
     "parse_as",
     "parse_event",
     "parse_message",
     "parse_run_agent_input",
+    "parse_valid_event",
     "to_wire",
 ]
 
 T = TypeVar("T")
 
-_DISCRIMINATORS: Final = ("type", "role", "op")
 _SCALARS: Final = (str, int, float, bool)
-MAX_JSON_DEPTH: Final = limits.MAX_JSON_DEPTH
-"""
-Deepest nesting :func:`loads_event` accepts, the same default as the stream decoders
-(:data:`aguikit.limits.MAX_JSON_DEPTH`).  Deeper documents are rejected with
-:class:`LimitExceededError` before the decoder or any validator recurses into them.
-"""
 
 
 # cattrs types its per-field overrides as ``**kwargs`` next to its own bool options, which
@@ -103,12 +90,8 @@ def _single_literal(annotation: Any) -> str | None:
 
 
 def _discriminator_of(cls: type) -> tuple[str, str] | None:
-    hints = typing.get_type_hints(cls)
-    for name in _DISCRIMINATORS:
-        value = _single_literal(hints.get(name))
-        if value is not None:
-            return name, value
-    return None
+    """(wire property, value) that tags ``cls`` in its union: the generated table's row."""
+    return TAGS.get(cls.__name__)
 
 
 def _is_union(annotation: Any) -> bool:
@@ -289,22 +272,7 @@ def _not_an_object(definition: str, data: object) -> SchemaValidationError:
     )
 
 
-def parse_event(data: Mapping[str, Any], *, check: bool = True) -> Event:
-    """
-    Turn a wire dict into its typed event, choosing the class by ``type``.
-
-    Args:
-        data: A decoded JSON object.
-        check: Validate against the event's definition first (tolerant of undeclared
-            members, which are kept in ``extra_members``).  Pass ``False`` only for data
-            already validated, e.g. by :func:`aguikit.validate_event`.
-
-    Raises:
-        UnknownEventTypeError: ``type`` is missing or names no event; suggests the close
-            match (``runStarted`` → ``RUN_STARTED``).
-        SchemaValidationError: a declared field is missing or malformed; ``definition`` is
-            the event class name and each issue has the JSON pointer of the field.
-    """
+def _event_class(data: Mapping[str, Any]) -> type:
     if type(data) is not dict and not isinstance(data, Mapping):
         raise _not_an_object("Event", data)
     event_type = data.get("type")
@@ -313,23 +281,76 @@ def parse_event(data: Mapping[str, Any], *, check: bool = True) -> Event:
         raise UnknownEventTypeError(
             event_type if "type" in data else None, suggest_event_type(event_type)
         )
-    fast = _fast_paths.get(cls)
+    return cls
+
+
+def _paths(cls: type, strict: bool) -> tuple[Callable[[Any], bool], Callable[[Any, Any], Any]]:
+    key = (cls, strict)
+    fast = _fast_paths.get(key)
     if fast is None:
-        fast = _fast_paths[cls] = (
-            fast_check(cls.__name__, strict=False),
+        fast = _fast_paths[key] = (
+            fast_check(cls.__name__, strict=strict),
             converter.get_structure_hook(cls),
         )
-    if check and not fast[0](data):
-        _validate_definition(data, cls.__name__, strict=False)
+    return fast
+
+
+def _build(cls: type, hook: Callable[[Any, Any], Any], data: Mapping[str, Any]) -> Event:
     try:
-        return typing.cast(Event, fast[1](data, cls))
+        return typing.cast(Event, hook(data, cls))
     except AguiError:
         raise
     except Exception as exc:  # unvalidated input reached the trusting hooks
         raise WireFormatError(cls.__name__, "", f"{type(exc).__name__}: {exc}") from exc
 
 
-_fast_paths: dict[type, tuple[Callable[[Any], bool], Callable[[Any, Any], Any]]] = {}
+def parse_event(data: Mapping[str, Any], *, check: bool = True, strict: bool = False) -> Event:
+    """
+    Turn a wire dict into its typed event, choosing the class by ``type``.
+
+    This is aguikit's one validate-then-parse path: the session's receiver, the command
+    line and the HTTP client all reach events through it.
+
+    Args:
+        data: A decoded JSON object.
+        check: Validate against the event's definition first.  Pass ``False`` only for data
+            already validated, e.g. by :func:`aguikit.validate_event`.
+        strict: Validate exactly (an undeclared member is a violation).  By default
+            validation is tolerant of undeclared members, which are kept in
+            ``extra_members``, as a library in the middle of a pipeline must be.
+
+    Raises:
+        UnknownEventTypeError: ``type`` is missing or names no event; suggests the close
+            match (``runStarted`` → ``RUN_STARTED``).
+        SchemaValidationError: a declared field is missing or malformed; ``definition`` is
+            the event class name and each issue has the JSON pointer of the field.
+    """
+    cls = _event_class(data)
+    verdict, hook = _paths(cls, strict)
+    if check and not verdict(data):
+        _validate_definition(data, cls.__name__, strict=strict)
+    return _build(cls, hook, data)
+
+
+def parse_valid_event(data: Mapping[str, Any], *, strict: bool = True) -> Event | None:
+    """
+    The fast half of :func:`parse_event`: the typed event when ``data`` is valid, else
+    ``None`` without paying for an explanation.
+
+    For a receiver that repairs what it can before asking why (strip undeclared members,
+    read legacy nulls as absent), so the common valid event costs one validator call.
+
+    Raises:
+        UnknownEventTypeError: ``type`` is missing or names no event.
+    """
+    cls = _event_class(data)
+    verdict, hook = _paths(cls, strict)
+    if not verdict(data):
+        return None
+    return _build(cls, hook, data)
+
+
+_fast_paths: dict[tuple[type, bool], tuple[Callable[[Any], bool], Callable[[Any, Any], Any]]] = {}
 
 
 def parse_message(data: Mapping[str, Any], *, check: bool = True) -> Message:
@@ -392,123 +413,3 @@ def to_wire(obj: Any) -> dict[str, Any]:
         )
     out: dict[str, Any] = converter.unstructure(obj)
     return out
-
-
-def _depth_exceeds(data: bytes, limit: int) -> int | None:
-    """
-    The byte offset where brackets first nest deeper than ``limit``, found without
-    recursion, or ``None``.  Brackets inside strings are counted too, which can only
-    over-estimate depth; a document that trips this by its strings alone is still far past
-    any sane shape, so the exact answer (a tokenizer) is not worth paying for on every line.
-    """
-    if data.count(b"[") + data.count(b"{") <= limit:
-        return None
-    depth = 0
-    for offset, byte in enumerate(data):
-        if byte in (0x5B, 0x7B):
-            depth += 1
-            if depth > limit:
-                return offset
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-    return None
-
-
-def loads_json(
-    text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, source: str | None = None
-) -> Any:
-    """
-    Decode one JSON document, turning every failure into :class:`DecodeError` whose
-    ``byte_offset`` points into ``text`` (encoded as UTF-8 when it is a ``str``).
-
-    Raises:
-        LimitExceededError: nesting deeper than ``max_depth``.
-        DecodeError: not UTF-8, not JSON, or a non-standard constant (``NaN``).
-    """
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    too_deep = _depth_exceeds(data, max_depth)
-    if too_deep is not None:
-        raise LimitExceededError(
-            "max_depth",
-            max_depth,
-            "JSON nests deeper than allowed",
-            source=source,
-            byte_offset=too_deep,
-        )
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        offset = len(exc.doc[: exc.pos].encode("utf-8", "surrogatepass"))
-        raise DecodeError(f"invalid JSON: {exc.msg}", source=source, byte_offset=offset) from exc
-    except UnicodeDecodeError as exc:
-        raise DecodeError("invalid UTF-8", source=source, byte_offset=exc.start) from exc
-    except ValueError as exc:  # NaN / Infinity, rejected by _reject_constant
-        raise DecodeError(str(exc), source=source, byte_offset=0) from exc
-    except RecursionError as exc:  # pragma: no cover - the depth check runs first
-        raise LimitExceededError(
-            "max_depth", max_depth, "JSON nests too deeply to decode", source=source, byte_offset=0
-        ) from exc
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def loads_event(text: str | bytes, *, check: bool = True) -> Event:
-    """
-    Decode and parse one JSON-encoded event.
-
-    Raises:
-        DecodeError: the text is not JSON (or not UTF-8).
-        UnknownEventTypeError, SchemaValidationError: as :func:`parse_event`.
-    """
-    return parse_event(loads_json(text), check=check)
-
-
-_ENVELOPE: Final = ("type", "timestamp", "rawEvent", "metadata", "subagentRunId")
-"""
-Members written first, in this order.  JSON member order carries no meaning, but the
-official SDK writes the common envelope before an event's own fields, and matching it byte
-for byte lets a recorded stream be diffed against one the SDK produced.
-"""
-
-_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-"""Built once: ``json.dumps`` with any non-default option builds a new encoder per call."""
-
-
-def dumps_wire(wire: Mapping[str, Any]) -> str:
-    """
-    Compact JSON for a wire dict, in the official SDK's member order.
-
-    Raises:
-        WireFormatError: a value JSON cannot carry (``NaN``, an object of a foreign type).
-    """
-    if (
-        next(iter(wire), None) != "type"
-        or "timestamp" in wire
-        or "rawEvent" in wire
-        or "metadata" in wire
-        or "subagentRunId" in wire
-    ):
-        ordered = {key: wire[key] for key in _ENVELOPE if key in wire}
-        ordered.update(wire)
-        wire = ordered
-    try:
-        return _ENCODER.encode(wire)
-    except (TypeError, ValueError, RecursionError) as exc:
-        kind = wire.get("type")
-        name = kind if isinstance(kind, str) else "Event"
-        raise WireFormatError(name, "", f"not JSON-serialisable: {exc}") from None
-
-
-def dumps_event(event: Any) -> str:
-    """
-    Encode a generated model as compact JSON, byte-for-byte what the official Python SDK's
-    encoder writes for the same event (no spaces, non-ASCII kept as UTF-8, the envelope
-    members first).
-
-    Raises:
-        WireFormatError: ``event`` is not a generated model, or holds a value JSON cannot
-            carry (``NaN``, an object of a foreign type).
-    """
-    return dumps_wire(to_wire(event))

@@ -1,21 +1,23 @@
 """
-Transports: how AG-UI events travel as bytes, and the client that fetches them.
+Transports: how AG-UI events travel as bytes.  Bytes in, wire dicts out, and back.
 
 * :mod:`aguikit.transport.sse` - Server-Sent Events, what agents speak over HTTP: an
-  incremental WHATWG-conformant decoder and the encoder a server streams with.
+  incremental WHATWG-conformant decoder and the frame writer a server streams with.
 * :mod:`aguikit.transport.jsonl` - one event per line, for recordings and pipelines.
-* :mod:`aguikit.transport.http` - :class:`AgentClient`, which POSTs a ``RunAgentInput``
-  and folds the answer into a :class:`aguikit.Session` as it arrives.
+* :mod:`aguikit.transport.http` - the one HTTP fetch: POST a run request, check the
+  answer's status and content type, hand over its bytes (imported on its own, because it
+  pulls in ``httpx``).
 
-Every layer here speaks bytes and wire dicts; typing, verifying and applying events is
-left to the modules above, so a transport can be swapped without touching them.
+This floor speaks bytes and wire dicts and imports nothing above the JSON layer
+(:mod:`aguikit.jsonio`): typing, validating, verifying and applying events are the floors
+above, so a transport can be used, or swapped, without them.  Typed events are encoded by
+:mod:`aguikit.encode`; the HTTP client that folds an answer into a session is
+:mod:`aguikit.client`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from ._json import DEFAULT_MAX_DEPTH
+from ..limits import MAX_JSON_DEPTH as DEFAULT_MAX_DEPTH
 from .jsonl import (
     DEFAULT_MAX_LINE_BYTES,
     JSONLDecoder,
@@ -37,19 +39,14 @@ from .sse import (
     iter_frames,
 )
 
-if TYPE_CHECKING:
-    from .http import AgentClient, Update
-
 __all__ = [
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_MAX_LINE_BYTES",
     "MEDIA_TYPE",
-    "AgentClient",
     "Frame",
     "JSONLDecoder",
     "SSEDecoder",
-    "Update",
     "aiter_events",
     "aiter_frames",
     "aiter_jsonl",
@@ -61,12 +58,3 @@ __all__ = [
     "iter_jsonl",
     "write_jsonl",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # The client pulls in httpx and the session; a reader of recorded files needs neither.
-    if name in ("AgentClient", "Update"):
-        from . import http
-
-        return getattr(http, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

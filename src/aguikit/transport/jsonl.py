@@ -15,15 +15,11 @@ anything other than an object per line (an event is an object).
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from typing import IO, TYPE_CHECKING, Any, Final
+from typing import IO, Any, Final
 
 from ..errors import DecodeError, LimitExceededError
-from ..limits import MAX_LINE_BYTES
-from ._json import DEFAULT_MAX_DEPTH, loads_object
-from .sse import dumps
-
-if TYPE_CHECKING:
-    from .._generated.models import Event
+from ..jsonio import dumps_wire, loads_object
+from ..limits import MAX_JSON_DEPTH, MAX_LINE_BYTES
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -72,7 +68,7 @@ class JSONLDecoder:
         *,
         source: str | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        max_depth: int = DEFAULT_MAX_DEPTH,
+        max_depth: int = MAX_JSON_DEPTH,
     ) -> None:
         self.source = source
         self._max = max_line_bytes
@@ -173,18 +169,9 @@ class JSONLDecoder:
                 offset += len(_BOM)
         if not raw.strip():
             return
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DecodeError(
-                f"invalid UTF-8 ({exc.reason}) at byte {offset + exc.start}",
-                source=self.source,
-                line=self._line,
-                byte_offset=offset,
-            ) from None
         out.append(
             loads_object(
-                text,
+                raw,
                 max_depth=self._max_depth,
                 source=self.source,
                 line=self._line,
@@ -198,7 +185,7 @@ def iter_jsonl(
     *,
     source: str | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_depth: int = MAX_JSON_DEPTH,
 ) -> Iterator[dict[str, Any]]:
     """
     Decode JSONL from a synchronous iterable of byte chunks, one object per non-blank line.
@@ -217,7 +204,7 @@ async def aiter_jsonl(
     *,
     source: str | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_depth: int = MAX_JSON_DEPTH,
 ) -> AsyncIterator[dict[str, Any]]:
     """The asynchronous twin of :func:`iter_jsonl`."""
     decoder = JSONLDecoder(source=source, max_line_bytes=max_line_bytes, max_depth=max_depth)
@@ -228,14 +215,21 @@ async def aiter_jsonl(
         yield obj
 
 
-def encode_line(event: Event | Mapping[str, Any]) -> str:
-    """One JSONL line for ``event`` (the SDK's compact JSON and ``\\n``)."""
-    return dumps(event) + "\n"
-
-
-def write_jsonl(events: Iterable[Event | Mapping[str, Any]], fp: IO[str]) -> int:
+def encode_line(wire: Mapping[str, Any]) -> str:
     """
-    Write ``events`` to a text stream, one per line.
+    One JSONL line for a wire dict (the SDK's compact JSON and ``\\n``); typed events are
+    written by :func:`aguikit.encode.encode_jsonl`.
+
+    Raises:
+        WireFormatError: A value JSON cannot carry.
+    """
+    return dumps_wire(wire) + "\n"
+
+
+def write_jsonl(events: Iterable[Mapping[str, Any]], fp: IO[str]) -> int:
+    """
+    Write wire dicts to a text stream, one per line (typed events:
+    :func:`aguikit.encode.write_jsonl`).
 
     Returns:
         How many events were written.

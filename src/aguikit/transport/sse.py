@@ -23,26 +23,25 @@ Memory is bounded by the largest frame, and ``max_frame_bytes`` bounds that: a p
 never sends a blank line cannot grow the buffer without limit.  Lines are found with
 ``bytes.rfind``/``splitlines`` over whole buffers, never byte by byte.
 
-Turning a frame's data into an event object is one small step above (:func:`iter_events`);
-turning that object into a typed event is :mod:`aguikit.wire`'s job, not this module's.
-The encoder at the bottom writes exactly the bytes the official Python SDK's
-``EventEncoder`` writes for the same event.
+Turning a frame's data into an event object is one small step above (:func:`iter_events`),
+through the one JSON reader (:mod:`aguikit.jsonio`); turning that object into a typed
+event is :mod:`aguikit.wire`'s job, floors above.  The frame writer at the bottom takes a
+wire dict and writes exactly the bytes the official Python SDK's ``EventEncoder`` writes
+for the same event; typed events are encoded by :mod:`aguikit.encode`, which converts them
+first.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import attrs
 
+from ..catalogue import DECODE_RULES
 from ..errors import DecodeError, LimitExceededError
-from ..limits import MAX_FRAME_BYTES
-from ..wire import dumps_wire, to_wire
-from ._json import DEFAULT_MAX_DEPTH, loads_object
-
-if TYPE_CHECKING:
-    from .._generated.models import Event
+from ..jsonio import dumps_wire, loads_object
+from ..limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
@@ -246,6 +245,7 @@ class SSEDecoder:
             what = "inside a line" if unterminated else "without the blank line that ends it"
             self._failed = DecodeError(
                 f"stream truncated: frame {self._frames + 1} ended {what}",
+                rule=DECODE_RULES["truncated"],
                 source=self.source,
                 frame=self._frames + 1,
                 byte_offset=start,
@@ -277,6 +277,7 @@ class SSEDecoder:
         except UnicodeDecodeError as exc:
             raise DecodeError(
                 f"invalid UTF-8 ({exc.reason})",
+                rule=DECODE_RULES["utf8"],
                 source=self.source,
                 frame=self._frames + 1,
                 byte_offset=at + exc.start,
@@ -387,7 +388,7 @@ async def aiter_frames(
 
 
 def frame_object(
-    frame: Frame, *, source: str | None = None, max_depth: int = DEFAULT_MAX_DEPTH
+    frame: Frame, *, source: str | None = None, max_depth: int = MAX_JSON_DEPTH
 ) -> dict[str, Any]:
     """
     Parse one frame's data as the JSON object of an event.
@@ -411,7 +412,7 @@ def iter_events(
     *,
     source: str | None = None,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_depth: int = MAX_JSON_DEPTH,
 ) -> Iterator[dict[str, Any]]:
     """
     Decode an event stream into event objects (wire dicts), one per frame.
@@ -432,7 +433,7 @@ async def aiter_events(
     *,
     source: str | None = None,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_depth: int = MAX_JSON_DEPTH,
 ) -> AsyncIterator[dict[str, Any]]:
     """The asynchronous twin of :func:`iter_events`."""
     async for frame in aiter_frames(chunks, source=source, max_frame_bytes=max_frame_bytes):
@@ -442,36 +443,32 @@ async def aiter_events(
 # --- encoding -------------------------------------------------------------------------
 
 
-def dumps(event: Event | Mapping[str, Any]) -> str:
+def dumps(wire: Mapping[str, Any]) -> str:
     """
-    The compact JSON text of an event, as the official Python SDK writes it.
-
-    A typed event is converted with :func:`aguikit.wire.to_wire` (camelCase, unset optional
-    members omitted, unknown members kept); a mapping is taken to be wire JSON already.
+    The compact JSON text of a wire dict, as the official Python SDK writes it.
 
     Raises:
         WireFormatError: The event holds a value JSON cannot represent (``NaN``, a set).
+        TypeError: Not a mapping; typed events go through :mod:`aguikit.encode`.
     """
-    if isinstance(event, Mapping):
-        return dumps_wire(event)
-    return dumps_wire(to_wire(event))
+    return dumps_wire(wire)
 
 
-def encode(event: Event | Mapping[str, Any]) -> str:
+def encode(wire: Mapping[str, Any]) -> str:
     """
-    One SSE frame for ``event``: ``data: <json>`` and a blank line.
+    One SSE frame for a wire dict: ``data: <json>`` and a blank line.
 
     The result is byte-for-byte what ``ag_ui.encoder.EventEncoder().encode()`` produces for
     the same event (compact separators, UTF-8 rather than ``\\u`` escapes, the SDK's member
-    order for the event's own members).  Compact JSON never contains a line end, so one
-    ``data:`` line always suffices.
+    order for the envelope).  Compact JSON never contains a line end, so one ``data:`` line
+    always suffices.  Typed events: :func:`aguikit.encode.encode_sse`.
 
     Raises:
-        WireFormatError: As :func:`dumps`.
+        WireFormatError, TypeError: As :func:`dumps`.
     """
-    return f"data: {dumps(event)}\n\n"
+    return f"data: {dumps_wire(wire)}\n\n"
 
 
-def encode_bytes(event: Event | Mapping[str, Any]) -> bytes:
+def encode_bytes(wire: Mapping[str, Any]) -> bytes:
     """:func:`encode`, as the UTF-8 bytes a streaming response writes."""
-    return encode(event).encode("utf-8")
+    return encode(wire).encode("utf-8")

@@ -1,0 +1,315 @@
+"""
+The HTTP client: POST a ``RunAgentInput``, read the agent's answer, fold it as it comes.
+
+An application talking to an agent wants three things from a client, and gets them here:
+the request made the way the official clients make it (a validated JSON body, the protocol
+version declared, ``Accept: text/event-stream``), the answer decoded and checked
+incrementally (each event verified and applied by a :class:`aguikit.Session` the moment
+its frame is complete, so a UI can render token by token), and every way it can go wrong
+reported as a typed error rather than a hung iterator or an ``httpx`` exception:
+:class:`~aguikit.errors.HTTPStatusError`, :class:`~aguikit.errors.ContentTypeError`,
+:class:`~aguikit.errors.TransportError`, :class:`~aguikit.errors.DecodeError`,
+:class:`~aguikit.errors.ProtocolError` and, for an answer that stops before the run ends,
+:class:`~aguikit.errors.TruncatedStreamError`.
+
+It is the top of the consuming house: the request goes out through the one HTTP fetch
+(:mod:`aguikit.transport.http`), the bytes come back through the SSE decoder, and every
+event goes through one :class:`~aguikit.session.Session`, whose :class:`Update` values
+are yielded as they are.  Stopping early is part of the contract: breaking out of the
+loop, closing the generator or cancelling the task closes the HTTP response, and with it
+the connection, so the agent sees the client go and can stop spending tokens.
+
+What it deliberately does not do: retry, or reconnect with ``Last-Event-ID``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import aclosing
+from typing import Any, Final
+
+import httpx
+
+from ._generated.models import RunAgentInput
+from ._generated.registry import PROTOCOL_VERSION
+from .limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
+from .session import Session, Update
+from .transport.http import DEFAULT_TIMEOUT, apost_stream, post_stream
+from .transport.sse import aiter_events, iter_events
+from .wire import parse_run_agent_input, to_wire
+
+__all__ = ["AgentClient", "Update", "prepare_input"]
+
+_LEGACY_KINDS: Final = (("image/", "image"), ("audio/", "audio"), ("video/", "video"))
+
+
+def _version_key(version: str) -> tuple[int, ...] | None:
+    parts = version.split(".")
+    if not all(part.isdigit() for part in parts):
+        return None
+    return tuple(int(part) for part in parts)
+
+
+def _older_than(version: str | None, reference: str) -> bool:
+    if version is None:
+        return False
+    mine, theirs = _version_key(version), _version_key(reference)
+    return mine is not None and theirs is not None and mine < theirs
+
+
+def _upgrade_part(part: Any, siblings: Sequence[Any]) -> list[Any]:
+    """A retired ``binary`` content part as the modern media part it stands for."""
+    if not (isinstance(part, Mapping) and part.get("type") == "binary"):
+        return [part]
+    mime = part.get("mimeType")
+    if not isinstance(mime, str):
+        return [part]
+    kind = next((name for prefix, name in _LEGACY_KINDS if mime.startswith(prefix)), "document")
+    if isinstance(part.get("data"), str) and part["data"]:
+        source = {"type": "data", "value": part["data"], "mimeType": mime}
+    elif isinstance(part.get("url"), str) and part["url"]:
+        source = {"type": "url", "value": part["url"], "mimeType": mime}
+    else:
+        return [part]  # only an id: nothing to upgrade to; validation will name it
+    modern: dict[str, Any] = {"type": kind, "source": source}
+    if isinstance(part.get("filename"), str):
+        modern["metadata"] = {"filename": part["filename"]}
+    for other in siblings:  # the sender already included the modern twin: keep one
+        if (
+            isinstance(other, Mapping)
+            and other.get("type") == kind
+            and other.get("source") == source
+            and ("metadata" not in modern or other.get("metadata") == modern["metadata"])
+        ):
+            return []
+    return [modern]
+
+
+def _upgrade_messages(messages: Any) -> Any:
+    if not isinstance(messages, list):
+        return messages
+    out = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, list) and any(
+            isinstance(p, Mapping) and p.get("type") == "binary" for p in content
+        ):
+            parts = [new for part in content for new in _upgrade_part(part, content)]
+            message = {**message, "content": parts}
+        out.append(message)
+    return out
+
+
+def _flatten_for_0_0_39(messages: list[Any], warnings: list[str]) -> list[Any]:
+    out = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            texts = [p.get("text", "") for p in content if p.get("type") == "text"]
+            if len(texts) != len(content):
+                warnings.append(
+                    f"message {message.get('id')!r}: a peer of protocol 0.0.39 or older "
+                    "takes text only, so the client DROPS non-text parts"
+                )
+            message = {**message, "content": "\n".join(t for t in texts if t)}
+        out.append(message)
+    return out
+
+
+def prepare_input(
+    run_input: RunAgentInput | Mapping[str, Any],
+    *,
+    protocol_version: str | None = PROTOCOL_VERSION,
+    max_protocol_version: str | None = None,
+    warnings: list[str] | None = None,
+) -> dict[str, Any]:
+    """
+    The JSON body the client POSTs for ``run_input``.
+
+    A mapping is read as wire JSON; retired ``binary`` content parts in it are upgraded to
+    the modern media parts they stand for (an old front end's history stays sendable).  The
+    result is validated and re-serialised through the typed model, so nothing malformed
+    leaves the process.  ``protocolVersion`` is set to ``protocol_version`` unless the
+    input already declares one.
+
+    ``max_protocol_version`` pins an older peer: below ``1.0`` the version declaration is
+    left out (such a peer may reject an unknown member), and at ``0.0.39`` or older user
+    content is flattened to its text, which is recorded in ``warnings``.
+
+    Raises:
+        SchemaValidationError: The input is not a valid ``RunAgentInput``.
+    """
+    if isinstance(run_input, Mapping):
+        data = dict(run_input)
+        data["messages"] = _upgrade_messages(data.get("messages"))
+        wire = to_wire(parse_run_agent_input(data))
+    else:
+        wire = to_wire(run_input)
+    old_peer = _older_than(max_protocol_version, "1.0")
+    if old_peer:
+        wire.pop("protocolVersion", None)
+    elif protocol_version is not None and "protocolVersion" not in wire:
+        wire["protocolVersion"] = protocol_version
+    if max_protocol_version is not None and not _older_than("0.0.39", max_protocol_version):
+        wire["messages"] = _flatten_for_0_0_39(
+            wire["messages"], [] if warnings is None else warnings
+        )
+    return wire
+
+
+class AgentClient:
+    """
+    Runs an AG-UI agent over HTTP and keeps the conversation it produces.
+
+    Each :meth:`run` (or :meth:`run_sync`) starts a fresh :class:`aguikit.Session`,
+    available as :attr:`session` during and after the run; :attr:`messages` and
+    :attr:`state` read through to it.
+
+    Args:
+        url: The agent endpoint.
+        headers: Extra request headers (authentication, tracing).
+        timeout: Seconds, or an ``httpx.Timeout``; the read timeout applies between
+            chunks, so a slow agent is fine as long as it keeps talking.
+        verify: Verify event ordering (raise :class:`~aguikit.errors.ProtocolError`).
+        validate: Schema-validate every event before parsing it.
+        protocol_version: Declared in the request's ``protocolVersion`` unless the input
+            sets one.
+        max_protocol_version: Pin an older peer (see :func:`prepare_input`).
+        max_frame_bytes: Largest SSE frame accepted.
+        max_depth: Deepest JSON nesting accepted in one event.
+        transport: An ``httpx`` transport to use instead of the network (sync runs).
+        async_transport: Likewise for async runs.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
+        verify: bool = True,
+        validate: bool = True,
+        protocol_version: str | None = PROTOCOL_VERSION,
+        max_protocol_version: str | None = None,
+        max_frame_bytes: int = MAX_FRAME_BYTES,
+        max_depth: int = MAX_JSON_DEPTH,
+        transport: httpx.BaseTransport | None = None,
+        async_transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url = url
+        self.headers = dict(headers or {})
+        self.timeout = timeout
+        self.verify = verify
+        self.validate = validate
+        self.protocol_version = protocol_version
+        self.max_protocol_version = max_protocol_version
+        self.max_frame_bytes = max_frame_bytes
+        self.max_depth = max_depth
+        self._transport = transport
+        self._async_transport = async_transport
+        self._session: Session | None = None
+        self.request_warnings: list[str] = []
+        """What preparing the last request had to drop for an old peer."""
+
+    # --- the conversation ---------------------------------------------------------------
+
+    @property
+    def session(self) -> Session:
+        """
+        The session of the current or most recent run.
+
+        Raises:
+            RuntimeError: No run has started yet.
+        """
+        if self._session is None:
+            raise RuntimeError("no run has started yet: call run() or run_sync() first")
+        return self._session
+
+    @property
+    def messages(self) -> list[Any]:
+        """The conversation so far (see :attr:`aguikit.Session.messages`)."""
+        return list(self.session.messages)
+
+    @property
+    def state(self) -> Any:
+        """The agent state so far (see :attr:`aguikit.Session.state`)."""
+        return self.session.state
+
+    # --- running --------------------------------------------------------------------------
+
+    def _request(self, run_input: RunAgentInput | Mapping[str, Any]) -> dict[str, Any]:
+        self.request_warnings = []
+        return prepare_input(
+            run_input,
+            protocol_version=self.protocol_version,
+            max_protocol_version=self.max_protocol_version,
+            warnings=self.request_warnings,
+        )
+
+    def _new_session(self) -> Session:
+        # Every event is handed to the caller as an Update; a second copy kept in the session
+        # would grow with the stream, not with the conversation.
+        self._session = Session(verify=self.verify, validate=self.validate, keep_delivered=False)
+        return self._session
+
+    def run_sync(self, run_input: RunAgentInput | Mapping[str, Any]) -> Iterator[Update]:
+        """
+        Run the agent and yield an :class:`Update` per delivered event, synchronously.
+
+        Closing the iterator early (``break``, ``.close()``) closes the connection.
+
+        Raises:
+            HTTPStatusError: The agent answered non-2xx (the error holds the body's start).
+            ContentTypeError: The agent answered 2xx with something other than SSE.
+            TransportError: The connection failed or broke mid-stream.
+            DecodeError: The answer is not a well-formed event stream.
+            SchemaValidationError, UnknownEventTypeError: An event is malformed.
+            ProtocolError: An event broke an ordering rule (when ``verify``).
+            TruncatedStreamError: The stream ended before the run finished or failed.
+        """
+        body = self._request(run_input)
+        session = self._new_session()
+        chunks = post_stream(
+            self.url, body, headers=self.headers, timeout=self.timeout, transport=self._transport
+        )
+        for data in iter_events(
+            chunks,
+            source=self.url,
+            max_frame_bytes=self.max_frame_bytes,
+            max_depth=self.max_depth,
+        ):
+            yield from session.feed(data)
+        yield from session.finish()
+
+    async def run(self, run_input: RunAgentInput | Mapping[str, Any]) -> AsyncIterator[Update]:
+        """
+        Run the agent and yield an :class:`Update` per delivered event.
+
+        Use as ``async for update in client.run(run_input)``.  Leaving the loop early,
+        ``aclose()`` or cancelling the task closes the connection.
+
+        Raises:
+            The same errors as :meth:`run_sync`.
+        """
+        body = self._request(run_input)
+        session = self._new_session()
+        chunks = apost_stream(
+            self.url,
+            body,
+            headers=self.headers,
+            timeout=self.timeout,
+            transport=self._async_transport,
+        )
+        # An async generator is not closed when dropped: close the request explicitly, so
+        # leaving this loop early closes the connection now, not at garbage collection.
+        async with aclosing(chunks):
+            async for data in aiter_events(
+                chunks,
+                source=self.url,
+                max_frame_bytes=self.max_frame_bytes,
+                max_depth=self.max_depth,
+            ):
+                for update in session.feed(data):
+                    yield update
+        for update in session.finish():
+            yield update

@@ -1,0 +1,237 @@
+"""
+JSON in and out, once: the one reader, the one writer and the one depth guard of aguikit.
+
+Every byte aguikit reads ends up here (an SSE frame's data, a JSONL line, a document given
+to :func:`aguikit.wire.loads_event`), and every event it writes leaves through here (the
+SSE and JSONL encoders, ``dumps_event``).  Keeping one of each is what makes the answers
+agree: a CUSTOM event whose text holds 300 ``[`` is the same event whichever door it comes
+through, and ``NaN`` is refused with the same words everywhere.
+
+``json.loads`` is fast and correct, but a stream reader cannot let three of its habits
+through: it recurses once per nesting level (100,000 ``[`` raise ``RecursionError``, and a
+few hundred levels make every later recursive consumer - cattrs, the schema validator,
+``jsonpatch`` - pay for them), it accepts ``NaN`` and ``Infinity``, which are not JSON, and
+it returns a list or a number where an event must be an object.  :func:`loads` puts a
+depth guard in front of it that never recurses and costs two C-level ``count`` calls on an
+ordinary event, and reports every failure as a located
+:class:`~aguikit.errors.DecodeError`.
+
+The writer is compact JSON with the official Python SDK's member order (the event envelope
+first), so a stream aguikit writes can be diffed byte for byte against one the SDK wrote.
+
+What it deliberately leaves alone: whether an object is an *event*.  That is the schema's
+and the wire converter's business, floors above.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from itertools import accumulate
+from typing import Any, Final
+
+from .catalogue import DECODE_RULES, LIMIT_RULES
+from .errors import DecodeError, LimitExceededError, WireFormatError
+from .limits import MAX_JSON_DEPTH
+
+__all__ = [
+    "dumps_wire",
+    "escape_pointer",
+    "loads",
+    "loads_object",
+    "nesting_depth",
+]
+
+_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET: Final = re.compile(r"[^\[\]{}]+")
+_STEP: Final = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+"""One decoder for every call: ``json.loads`` with an option builds a new one each time."""
+
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+"""Built once: ``json.dumps`` with any non-default option builds a new encoder per call."""
+
+
+def escape_pointer(token: str | int) -> str:
+    """One RFC 6901 reference token: ``~`` becomes ``~0`` and ``/`` becomes ``~1``."""
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def nesting_depth(text: str) -> int:
+    """
+    The deepest bracket nesting of JSON ``text``, computed without recursion.
+
+    String literals are removed first so that brackets inside them do not count.  For text
+    that is not JSON the result is only an estimate, which is all a guard needs: the parser
+    rejects such text anyway.
+    """
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(0, max(accumulate(_STEP[c] for c in brackets), default=0))
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    return "a number"
+
+
+def _offset(text: str, position: int) -> int:
+    return len(text[:position].encode("utf-8", "surrogatepass"))
+
+
+def loads(
+    data: str | bytes,
+    *,
+    max_depth: int = MAX_JSON_DEPTH,
+    source: str | None = None,
+    line: int | None = None,
+    frame: int | None = None,
+    byte_offset: int | None = None,
+) -> Any:
+    """
+    Decode one JSON document, refusing what a stream reader must not accept.
+
+    Args:
+        data: The document, as text or UTF-8 bytes.
+        max_depth: Deepest array/object nesting accepted; deeper input raises before the
+            parser starts, so nothing recurses into it.
+        source, line, frame: Where the document came from, for the error.
+        byte_offset: Where the unit (frame, line) holding the document starts in its
+            stream.  When given, an error reports it; when not, an error reports the byte
+            position of the fault inside ``data`` itself.
+
+    Returns:
+        The decoded value.
+
+    Raises:
+        LimitExceededError: The nesting is deeper than ``max_depth`` (``AGUI-L003``).
+        DecodeError: Not UTF-8 (``AGUI-D001``), not JSON or a non-standard constant such
+            as ``NaN`` (``AGUI-D002``).
+    """
+    where: dict[str, Any] = {"source": source, "line": line, "frame": frame}
+    if isinstance(data, bytes | bytearray):
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if byte_offset is None:
+                message, at = f"invalid UTF-8 ({exc.reason})", exc.start
+            else:
+                message = f"invalid UTF-8 ({exc.reason}) at byte {byte_offset + exc.start}"
+                at = byte_offset
+            raise DecodeError(message, rule=DECODE_RULES["utf8"], byte_offset=at, **where) from None
+    else:
+        text = data
+    # Cheap pre-check: a document cannot nest deeper than it has opening brackets.
+    if text.count("[") + text.count("{") > max_depth:
+        depth = nesting_depth(text)
+        if depth > max_depth:
+            raise LimitExceededError(
+                "max_depth",
+                max_depth,
+                f"JSON nesting depth {depth} is too deep",
+                rule=LIMIT_RULES["max_depth"],
+                byte_offset=byte_offset if byte_offset is not None else 0,
+                **where,
+            )
+    try:
+        return _DECODER.decode(text)
+    except json.JSONDecodeError as exc:
+        at = byte_offset if byte_offset is not None else _offset(exc.doc, exc.pos)
+        raise DecodeError(
+            f"not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})",
+            rule=DECODE_RULES["json"],
+            byte_offset=at,
+            **where,
+        ) from None
+    except RecursionError:  # pragma: no cover - the depth guard runs first
+        raise LimitExceededError(
+            "max_depth",
+            max_depth,
+            "JSON nesting is too deep to parse",
+            rule=LIMIT_RULES["max_depth"],
+            byte_offset=byte_offset if byte_offset is not None else 0,
+            **where,
+        ) from None
+    except ValueError as exc:  # NaN/Infinity, integers beyond the digit limit
+        raise DecodeError(
+            f"not valid JSON: {exc}",
+            rule=DECODE_RULES["json"],
+            byte_offset=byte_offset if byte_offset is not None else 0,
+            **where,
+        ) from None
+
+
+def loads_object(
+    data: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, **where: Any
+) -> dict[str, Any]:
+    """
+    :func:`loads`, for a unit that must hold one JSON object (an event).
+
+    Returns:
+        The decoded object (a ``dict``).
+
+    Raises:
+        DecodeError: As :func:`loads`, and ``AGUI-D003`` when the value is not an object.
+        LimitExceededError: As :func:`loads`.
+    """
+    value = loads(data, max_depth=max_depth, **where)
+    if not isinstance(value, dict):
+        if where.get("byte_offset") is None:
+            where["byte_offset"] = 0
+        raise DecodeError(
+            f"expected a JSON object, got {_kind(value)}", rule=DECODE_RULES["object"], **where
+        )
+    return value
+
+
+_ENVELOPE: Final = ("type", "timestamp", "rawEvent", "metadata", "subagentRunId")
+"""
+Members written first, in this order.  JSON member order carries no meaning, but the
+official SDK writes the common envelope before an event's own fields, and matching it byte
+for byte lets a recorded stream be diffed against one the SDK produced.
+"""
+
+
+def dumps_wire(wire: Mapping[str, Any]) -> str:
+    """
+    Compact JSON for a wire dict, in the official SDK's member order.
+
+    Raises:
+        WireFormatError: A value JSON cannot carry (``NaN``, an object of a foreign type).
+        TypeError: ``wire`` is not a mapping: a typed event is encoded by
+            :mod:`aguikit.encode`, which converts it first; this floor knows no events.
+    """
+    if not isinstance(wire, Mapping):
+        raise TypeError(
+            f"expected a wire dict, got {type(wire).__name__}; encode typed events with "
+            "aguikit.encode (or convert them with aguikit.to_wire first)"
+        )
+    if (
+        next(iter(wire), None) != "type"
+        or "timestamp" in wire
+        or "rawEvent" in wire
+        or "metadata" in wire
+        or "subagentRunId" in wire
+    ):
+        ordered = {key: wire[key] for key in _ENVELOPE if key in wire}
+        ordered.update(wire)
+        wire = ordered
+    try:
+        return _ENCODER.encode(wire)
+    except (TypeError, ValueError, RecursionError) as exc:
+        kind = wire.get("type")
+        name = kind if isinstance(kind, str) else "Event"
+        raise WireFormatError(name, "", f"not JSON-serialisable: {exc}") from None
