@@ -180,3 +180,15 @@ def test_every_public_name_of_the_package_still_resolves() -> None:
     missing = [name for name in aguikit.__all__ if not hasattr(aguikit, name)]
 
     assert [] == missing
+
+
+def test_the_design_document_opens_with_the_plan_naming_every_module() -> None:
+    """``docs/DESIGN.md`` starts with the floor plan, and every module is on it."""
+    design = (SRC.parent.parent / "docs" / "DESIGN.md").read_text(encoding="utf-8")
+    plan = design.split("## The floor plan", 1)[1].split("\n## ", 1)[0]
+    assert design.index("## The floor plan") < design.index("## The decisions")
+
+    short = {name.removeprefix("aguikit.").split(".")[0] for name in FLOORS}
+    missing = sorted(name for name in short if f"`{name}" not in plan)
+
+    assert [] == missing
