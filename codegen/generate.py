@@ -191,6 +191,7 @@ def prepass(bundled: Json) -> Json:
     for node in _walk(flat):
         node.pop("$anchor", None)
         node.pop("default", None)
+        node.pop("x-since", None)  # read by the registry (SINCE), not by the models
         if node.get("deprecated") is True:
             node.pop("deprecated")
             node["x-deprecated"] = node.get("description", "deprecated").split(".")[0]
@@ -425,8 +426,40 @@ _ONE_TABLE = (
 )
 
 
+def since_table(bundled: Json) -> dict[str, dict[str, str]]:
+    """
+    Every definition's members marked ``x-since``, by definition name and wire name.
+
+    A member is listed under every definition it reaches through ``allOf`` too (the
+    ``encryptedValueType`` of ``BaseMessage`` under each message kind that composes it), so
+    a reader never has to walk the composition.  Mixins (definitions only composed into
+    others) are left out: no document is one.
+    """
+    defs = bundled["$defs"]
+    done: dict[str, Json] = {}
+    out: dict[str, dict[str, str]] = {}
+    mixins = {
+        part["$ref"].removeprefix("#/$defs/")
+        for definition in defs.values()
+        for part in definition.get("allOf", [])
+    }
+    for name in defs:
+        if name in mixins:
+            continue
+        flat = _flatten(name, defs, done)
+        marked = {
+            prop: schema["x-since"]
+            for prop, schema in flat.get("properties", {}).items()
+            if isinstance(schema, dict) and "x-since" in schema
+        }
+        if marked:
+            out[name] = marked
+    return out
+
+
 def render_registry(bundled: Json, header: str, workdir: Path) -> str:
     defs = bundled["$defs"]
+    since = since_table(bundled)
     unions = discriminated_unions(bundled)
     tags = union_tags(unions)
     by_type = _union_table(unions, "Event", "type")
@@ -470,6 +503,15 @@ def render_registry(bundled: Json, header: str, workdir: Path) -> str:
         "}",
         '"""Every message role, mapped to the class that models a message of that role."""',
         "",
+        "SINCE: Final[dict[str, dict[str, str]]] = {",
+        *[f"    {name!r}: {members!r}," for name, members in since.items()],
+        "}",
+        *_doc(
+            "The members a protocol version after the first added, by definition name: wire "
+            "name to the version that introduced it (``x-since`` in the schema).  A peer "
+            "that declares an older version does not know them, so a sender omits them for it "
+            "(:func:`aguikit.receiver.omit_newer_members`)."
+        ),
         "UNIONS: Final[dict[str, tuple[str, dict[str, str]]]] = {",
         *[
             line

@@ -168,12 +168,18 @@ def _is_union(annotation: Any) -> bool:
     return get_origin(annotation) in (typing.Union, types.UnionType)
 
 
-def _for_type(annotation: Any, schema: dict[str, Any], nullable_any: bool) -> Any:
+Omitted = frozenset[tuple[str, str]]
+"""``(definition, wire name)`` pairs of optional members a strategy must leave unset."""
+
+
+def _for_type(
+    annotation: Any, schema: dict[str, Any], nullable_any: bool, omit: Omitted = frozenset()
+) -> Any:
     if _is_union(annotation):
         members = [m for m in get_args(annotation) if m is not type(None)]
         if len(members) == 1:
-            return _for_type(members[0], schema, nullable_any)
-        return st.one_of([_for_type(m, {}, nullable_any) for m in members])
+            return _for_type(members[0], schema, nullable_any, omit)
+        return st.one_of([_for_type(m, {}, nullable_any, omit) for m in members])
     origin = get_origin(annotation)
     if origin is Literal:
         return st.sampled_from(get_args(annotation))
@@ -183,7 +189,7 @@ def _for_type(annotation: Any, schema: dict[str, Any], nullable_any: bool) -> An
             _deref(schema.get("items", {})) if isinstance(schema.get("items"), dict) else {}
         )
         return st.lists(
-            _for_type(item, item_schema, nullable_any),
+            _for_type(item, item_schema, nullable_any, omit),
             min_size=schema.get("minItems", 0),
             max_size=max(2, schema.get("minItems", 0)),
         )
@@ -195,7 +201,7 @@ def _for_type(annotation: Any, schema: dict[str, Any], nullable_any: bool) -> An
         if issubclass(annotation, Enum):
             return st.sampled_from(list(annotation))
         if attrs.has(annotation):
-            return st.deferred(lambda: instances(annotation, nullable_any=nullable_any))
+            return st.deferred(lambda: _instances(annotation, nullable_any, omit))
         if annotation is bool:
             return st.booleans()
         if annotation is int:
@@ -225,7 +231,9 @@ def _constructor(cls: type) -> Any:
     return build
 
 
-def instances(cls: type, *, nullable_any: bool = True) -> st.SearchStrategy[Any]:
+def instances(
+    cls: type, *, nullable_any: bool = True, omit: Omitted = frozenset()
+) -> st.SearchStrategy[Any]:
     """
     Schema-valid instances of a generated class.  Optional fields are left unset about
     half the time; extra members are never set (strictly valid documents).
@@ -235,20 +243,24 @@ def instances(cls: type, *, nullable_any: bool = True) -> st.SearchStrategy[Any]
         nullable_any: Whether *required* "any JSON" fields (``snapshot``, ``value``,
             ``event``) may be ``null``.  The official SDK's ``exclude_none`` dump drops such
             legitimately null values, so interop tests turn this off.
+        omit: Optional members never set, as ``(definition, wire name)`` pairs, at any
+            depth: the interop tests leave out what the official SDK's models lack.
     """
-    return _instances(cls, nullable_any)
+    return _instances(cls, nullable_any, omit)
 
 
 @functools.cache
-def _instances(cls: Any, nullable_any: bool) -> st.SearchStrategy[Any]:
+def _instances(cls: Any, nullable_any: bool, omit: Omitted = frozenset()) -> st.SearchStrategy[Any]:
     hints = typing.get_type_hints(cls)
     kwargs: dict[str, st.SearchStrategy[Any]] = {}
     for field in model_fields(cls):
         annotation = hints[field.name]
         if _single_literal(annotation):
             continue  # a discriminator: its default is its only value
+        if field.default is not attrs.NOTHING and (cls.__name__, wire_name(field)) in omit:
+            continue
         schema = property_schema(cls.__name__, wire_name(field))
-        strategy = _for_type(annotation, schema, nullable_any)
+        strategy = _for_type(annotation, schema, nullable_any, omit)
         if field.default is not attrs.NOTHING:
             strategy = st.none() | strategy
         kwargs[field.name] = strategy

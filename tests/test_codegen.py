@@ -189,7 +189,7 @@ def test_protocol_version_derives_from_the_schema_id() -> None:
 
     assert schema_id == SCHEMA_ID
     assert f"/{PROTOCOL_VERSION}/" in schema_id
-    assert "1.0" == PROTOCOL_VERSION
+    assert "1.1" == PROTOCOL_VERSION
 
 
 def test_protocol_version_follows_a_changed_id(tmp_path: Path) -> None:
@@ -198,7 +198,8 @@ def test_protocol_version_follows_a_changed_id(tmp_path: Path) -> None:
     shutil.copytree(REPO / "schema", schema)
     for path in schema.glob("*.json"):
         path.write_text(
-            path.read_text("utf-8").replace("/schema/1.0/", "/schema/7.3/"), encoding="utf-8"
+            path.read_text("utf-8").replace(f"/schema/{PROTOCOL_VERSION}/", "/schema/7.3/"),
+            encoding="utf-8",
         )
     out = tmp_path / "out"
 

@@ -708,6 +708,8 @@ class Applier:
             if call is None:
                 return NOTHING
             call.encrypted_value = event.encrypted_value
+            # The format belongs to the value: a new value without one clears the old one.
+            call.encrypted_value_type = event.encrypted_value_type
             return self._change(
                 What.MESSAGES,
                 ChangeKind.ENCRYPTED_VALUE,
@@ -721,6 +723,7 @@ class Applier:
         if isinstance(message, ActivityMessage):
             return NOTHING
         message.encrypted_value = event.encrypted_value
+        message.encrypted_value_type = event.encrypted_value_type
         return self._change(self._what(entity), ChangeKind.ENCRYPTED_VALUE, entity)
 
     # ---- activities -----------------------------------------------------------------------
