@@ -16,6 +16,10 @@ SRC = ROOT / "src" / "aguikit"
 TESTS = ROOT / "tests"
 BENCH = ROOT / "bench"
 CODEGEN = ROOT / "codegen" / "generate.py"
+DMCG = "datamodel-code-generator[ruff]==0.89.0"
+PROTOC = "grpcio-tools==1.85.1"
+"""``protoc`` as a Python package: codegen-time only (the installed package needs just the
+``protobuf`` runtime).  Pinned because its version is written into the generated code."""
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["tests", "lint", "typecheck", "codegen_check"]
@@ -26,9 +30,7 @@ nox.options.reuse_existing_virtualenvs = True
 def tests(session: nox.Session) -> None:
     """Unit, property and conformance tests (the official corpus is read from ../shared)."""
     # mypy and dmcg too: the typing tests run mypy, the codegen tests regenerate.
-    session.install(
-        "-e", ".[test]", "mypy", "types-jsonschema", "datamodel-code-generator[ruff]==0.89.0"
-    )
+    session.install("-e", ".[test]", "mypy", "types-jsonschema", "types-protobuf", DMCG, PROTOC)
     session.run("pytest", *session.posargs)
 
 
@@ -50,21 +52,22 @@ def lint(session: nox.Session) -> None:
 @nox.session(tags=["check"])
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on src/ (generated code included: it is typed like the rest)."""
-    session.install("-e", ".", "mypy", "types-jsonschema")
+    session.install("-e", ".", "mypy", "types-jsonschema", "types-protobuf")
     session.run("mypy", "--strict", str(SRC))
 
 
 @nox.session
 def codegen(session: nox.Session) -> None:
     """Regenerate src/aguikit/_generated/ from schema/ after a schema change."""
-    session.install("-e", ".", "datamodel-code-generator[ruff]==0.89.0")
+    session.install("-e", ".", DMCG, PROTOC)
     session.run("python", str(CODEGEN), *session.posargs)
 
 
 @nox.session(tags=["check"])
 def codegen_check(session: nox.Session) -> None:
-    """Fail, naming the files, when the checked-in generated code differs from schema/."""
-    session.install("-e", ".", "datamodel-code-generator[ruff]==0.89.0")
+    """Fail, naming the files, when the checked-in generated code differs from schema/, and
+    naming the field, when schema/proto-ledger.txt lacks a number or lost or changed one."""
+    session.install("-e", ".", DMCG, PROTOC)
     session.run("python", str(CODEGEN), "--check", *session.posargs)
 
 
