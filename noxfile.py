@@ -7,6 +7,7 @@ measure or search rather than check.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import nox
@@ -15,6 +16,7 @@ ROOT = Path(__file__).parent
 SRC = ROOT / "src" / "aguikit"
 TESTS = ROOT / "tests"
 BENCH = ROOT / "bench"
+NODE = TESTS / "node"
 CODEGEN = ROOT / "codegen" / "generate.py"
 DMCG = "datamodel-code-generator[ruff]==0.89.0"
 PROTOC = "grpcio-tools==1.85.1"
@@ -31,6 +33,12 @@ def tests(session: nox.Session) -> None:
     """Unit, property and conformance tests (the official corpus is read from ../shared)."""
     # mypy and dmcg too: the typing tests run mypy, the codegen tests regenerate.
     session.install("-e", ".[test]", "mypy", "types-jsonschema", "types-protobuf", DMCG, PROTOC)
+    # The official @ag-ui/proto, the oracle of tests/test_proto_official.py, into the
+    # gitignored tests/node/node_modules; CI sets AGUIKIT_REQUIRE_NODE so it cannot skip.
+    if shutil.which("npm"):
+        session.run(
+            "npm", "install", "--no-audit", "--no-fund", "--prefix", str(NODE), external=True
+        )
     session.run("pytest", *session.posargs)
 
 

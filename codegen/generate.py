@@ -287,10 +287,11 @@ def render_models(flat: Json, header: str, workdir: Path) -> str:
     return output.read_text(encoding="utf-8")
 
 
-def _ruff_format(text: str, workdir: Path, name: str) -> str:
+def _ruff_format(text: str, workdir: Path, name: str, *, fix: bool = True) -> str:
     path = workdir / name
     path.write_text(text, encoding="utf-8")
-    for args in (["check", "--fix", "--quiet", "--exit-zero"], ["format", "--quiet"]):
+    steps = [["check", "--fix", "--quiet", "--exit-zero"]] if fix else []
+    for args in [*steps, ["format", "--quiet"]]:
         subprocess.run(
             [
                 sys.executable,
@@ -605,7 +606,8 @@ def render_protobuf(bundled: Json, schema_dir: Path, header: str, workdir: Path)
     rendered = {"agui.proto": text}
     for name in ("agui_pb2.py", "agui_pb2.pyi"):
         code = pb_header + (package / name).read_text(encoding="utf-8")
-        rendered[name] = _ruff_format(code, workdir, name)
+        # Formatted only: protoc's "unused" imports register the descriptors it depends on.
+        rendered[name] = _ruff_format(code, workdir, name, fix=False)
     return rendered
 
 

@@ -173,13 +173,17 @@ Omitted = frozenset[tuple[str, str]]
 
 
 def _for_type(
-    annotation: Any, schema: dict[str, Any], nullable_any: bool, omit: Omitted = frozenset()
+    annotation: Any,
+    schema: dict[str, Any],
+    nullable_any: bool,
+    omit: Omitted = frozenset(),
+    full: bool = False,
 ) -> Any:
     if _is_union(annotation):
         members = [m for m in get_args(annotation) if m is not type(None)]
         if len(members) == 1:
-            return _for_type(members[0], schema, nullable_any, omit)
-        return st.one_of([_for_type(m, {}, nullable_any, omit) for m in members])
+            return _for_type(members[0], schema, nullable_any, omit, full)
+        return st.one_of([_for_type(m, {}, nullable_any, omit, full) for m in members])
     origin = get_origin(annotation)
     if origin is Literal:
         return st.sampled_from(get_args(annotation))
@@ -189,8 +193,8 @@ def _for_type(
             _deref(schema.get("items", {})) if isinstance(schema.get("items"), dict) else {}
         )
         return st.lists(
-            _for_type(item, item_schema, nullable_any, omit),
-            min_size=schema.get("minItems", 0),
+            _for_type(item, item_schema, nullable_any, omit, full),
+            min_size=max(1 if full else 0, schema.get("minItems", 0)),
             max_size=max(2, schema.get("minItems", 0)),
         )
     if origin is dict:
@@ -201,7 +205,7 @@ def _for_type(
         if issubclass(annotation, Enum):
             return st.sampled_from(list(annotation))
         if attrs.has(annotation):
-            return st.deferred(lambda: _instances(annotation, nullable_any, omit))
+            return st.deferred(lambda: _instances(annotation, nullable_any, omit, full))
         if annotation is bool:
             return st.booleans()
         if annotation is int:
@@ -232,7 +236,7 @@ def _constructor(cls: type) -> Any:
 
 
 def instances(
-    cls: type, *, nullable_any: bool = True, omit: Omitted = frozenset()
+    cls: type, *, nullable_any: bool = True, omit: Omitted = frozenset(), full: bool = False
 ) -> st.SearchStrategy[Any]:
     """
     Schema-valid instances of a generated class.  Optional fields are left unset about
@@ -250,7 +254,9 @@ def instances(
 
 
 @functools.cache
-def _instances(cls: Any, nullable_any: bool, omit: Omitted = frozenset()) -> st.SearchStrategy[Any]:
+def _instances(
+    cls: Any, nullable_any: bool, omit: Omitted = frozenset(), full: bool = False
+) -> st.SearchStrategy[Any]:
     hints = typing.get_type_hints(cls)
     kwargs: dict[str, st.SearchStrategy[Any]] = {}
     for field in model_fields(cls):
@@ -260,8 +266,8 @@ def _instances(cls: Any, nullable_any: bool, omit: Omitted = frozenset()) -> st.
         if field.default is not attrs.NOTHING and (cls.__name__, wire_name(field)) in omit:
             continue
         schema = property_schema(cls.__name__, wire_name(field))
-        strategy = _for_type(annotation, schema, nullable_any, omit)
-        if field.default is not attrs.NOTHING:
+        strategy = _for_type(annotation, schema, nullable_any, omit, full)
+        if field.default is not attrs.NOTHING and not full:
             strategy = st.none() | strategy
         kwargs[field.name] = strategy
     return st.builds(_constructor(cls), **kwargs)

@@ -35,8 +35,10 @@ from aguikit.errors import (
     TransportError,
     UnknownEventTypeError,
 )
+from aguikit.proto import encode_message, iter_proto_wire
 from aguikit.session import Session
 from aguikit.transport.jsonl import iter_jsonl
+from aguikit.transport.proto import looks_like_frames
 from aguikit.transport.sse import iter_events
 from aguikit.validate import validate_event
 from aguikit.wire import parse_event
@@ -72,11 +74,19 @@ def _triggered(rule: Rule) -> set[str]:
         if rule.setting is not None:
             settings[rule.setting] = 3 if rule.setting == "max_depth" else 16
         data = rule.example_bytes
-        decode = iter_events if data.startswith(b"data:") else iter_jsonl
+        decode: Any = iter_events if data.startswith(b"data:") else iter_jsonl
+        if looks_like_frames(data):
+            decode = iter_proto_wire
         try:
             list(decode([data], **settings))
         except AguiError as error:
             note(error)
+    elif rule.stage is Stage.ENCODER:
+        for document in rule.example:
+            try:
+                encode_message(document)
+            except AguiError as error:
+                note(error)
     elif rule.stage is Stage.SCHEMA:
         for document in rule.example:
             try:

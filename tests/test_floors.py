@@ -53,6 +53,8 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.transport.sse": 15,
     "aguikit.transport.jsonl": 15,
     "aguikit.transport.http": 15,
+    "aguikit.transport.proto": 15,
+    "aguikit.proto": 15,
     "aguikit.encode": 16,
     # the top: the HTTP client, the reference renderer, the command line
     "aguikit.client": 17,

@@ -79,6 +79,7 @@ class Stage(enum.StrEnum):
     NORMALIZER = "normalizer"
     VERIFIER = "verifier"
     APPLIER = "applier"
+    ENCODER = "encoder"
 
 
 _SPEC: Final = "/spec/1.1/events"
@@ -875,6 +876,27 @@ RULES: Final[tuple[Rule, ...]] = (
         example_bytes=b'data: {}\n\ndata: {"type":',
         stage=Stage.DECODER,
     ),
+    Rule(
+        "AGUI-D005",
+        "invalid-protobuf",
+        "Each length-prefixed frame holds one ag_ui.Event protobuf message naming exactly one "
+        "event this version knows",
+        "AG-UI binary transport (application/vnd.ag-ui.event+proto); @ag-ui/proto",
+        "not a valid AG-UI protobuf event: {detail}",
+        (),
+        example_bytes=b"\x00\x00\x00\x02\x0a\x05",
+        stage=Stage.DECODER,
+    ),
+    Rule(
+        "AGUI-D006",
+        "thinking-not-encodable",
+        "The binary transport carries no THINKING_* event (the official encoding has no slot "
+        "for them); send the REASONING_* event they translate to",
+        "@ag-ui/proto 1.0.0; docs/protobuf.md",
+        "{event_type} has no protobuf encoding; send {replacement} instead",
+        ({"type": "THINKING_START"},),
+        stage=Stage.ENCODER,
+    ),
     # -- limits ---------------------------------------------------------------------------
     Rule(
         "AGUI-L001",
@@ -910,6 +932,18 @@ RULES: Final[tuple[Rule, ...]] = (
         (),
         example_bytes=b'data: {"type":"RAW","event":[[[[[[1]]]]]]}\n\n',
         setting="max_depth",
+        stage=Stage.DECODER,
+    ),
+    Rule(
+        "AGUI-L004",
+        "message-too-large",
+        "A protobuf event frame is at most max_message_bytes long (a configured safety limit, "
+        "16 MiB by default; see docs/limits.md)",
+        "aguikit: memory stays bounded whatever length a prefix announces",
+        "frame {frame} announces {size} bytes (limit max_message_bytes={limit})",
+        (),
+        example_bytes=b"\x00\x00\x01\x00" + b"\x0a" * 8,
+        setting="max_message_bytes",
         stage=Stage.DECODER,
     ),
     # -- HTTP -----------------------------------------------------------------------------
@@ -978,7 +1012,14 @@ _check_catalogue()
 
 
 DECODE_RULES: Final[Mapping[str, str]] = MappingProxyType(
-    {"utf8": "AGUI-D001", "json": "AGUI-D002", "object": "AGUI-D003", "truncated": "AGUI-D004"}
+    {
+        "utf8": "AGUI-D001",
+        "json": "AGUI-D002",
+        "object": "AGUI-D003",
+        "truncated": "AGUI-D004",
+        "protobuf": "AGUI-D005",
+        "thinking": "AGUI-D006",
+    }
 )
 """The decoder's rules, by what went wrong."""
 
@@ -987,6 +1028,7 @@ LIMIT_RULES: Final[Mapping[str, str]] = MappingProxyType(
         "max_frame_bytes": "AGUI-L001",
         "max_line_bytes": "AGUI-L002",
         "max_depth": "AGUI-L003",
+        "max_message_bytes": "AGUI-L004",
         "max_open_entities": "AGUI-V093",
     }
 )

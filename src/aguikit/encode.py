@@ -21,12 +21,14 @@ from typing import IO, Any
 from ._generated.models import Event
 from .jsonio import dumps_wire, loads
 from .limits import MAX_JSON_DEPTH
+from .proto import encode_proto_frame
 from .transport import jsonl, sse
 from .wire import parse_event, to_wire
 
 __all__ = [
     "dumps_event",
     "encode_jsonl",
+    "encode_proto",
     "encode_sse",
     "encode_sse_bytes",
     "loads_event",
@@ -111,3 +113,17 @@ def write_jsonl(events: Iterable[Event | Mapping[str, Any]], fp: IO[str]) -> int
         How many events were written.
     """
     return jsonl.write_jsonl((wire_of(event) for event in events), fp)
+
+
+def encode_proto(event: Event | Mapping[str, Any]) -> bytes:
+    """
+    One event as an ``application/vnd.ag-ui.event+proto`` frame: the 4-byte big-endian
+    length, then the ``ag_ui.Event`` message, byte for byte what ``@ag-ui/proto`` encodes
+    for the same event.  This is what a server writes per event when a client's ``Accept``
+    chose the binary transport.
+
+    Raises:
+        EncodeError: A ``THINKING_*`` event (``AGUI-D006``: the binary transport has no slot
+            for it; send the ``REASONING_*`` event it translates to).
+    """
+    return encode_proto_frame(event)

@@ -1,0 +1,423 @@
+"""
+The protobuf converter: AG-UI events to ``ag_ui.Event`` messages and back, as ``@ag-ui/proto`` does.
+
+The binary transport (``application/vnd.ag-ui.event+proto``) carries the same events as
+SSE in a different shape: the envelope members (``type``, ``timestamp``, ``rawEvent``,
+``metadata``) ride in a ``BaseEvent``, a run outcome is flattened to its type name plus
+its members, a message's content is one of three fields chosen by its role, a patch
+operation's ``op`` is an enum, and every JSON-valued member (state, patch values,
+``RAW.event``, ``CUSTOM.value``, results) is a ``google.protobuf.Value`` or ``Struct``.
+This module is the one place that knows those folds.  It mirrors the official
+TypeScript ``encode``/``decode`` rule for rule, so the bytes aguikit writes are the bytes
+``@ag-ui/proto`` 1.0.0 writes for the same event (``tests/test_proto_official.py``).
+
+Where protobuf cannot tell two JSON values apart, the decoded value is the official
+decoder's: a JSON number comes back as an integer when it is integral (protobuf carries
+every number as a double, as JavaScript does), an absent repeated member of a run's input
+(``tools``, ``context``, ``resume``) comes back as an empty list, and an empty required
+string comes back as ``""``.  Everything else round-trips exactly.
+
+Deliberately not here: the framing (4-byte lengths, :mod:`aguikit.transport.proto`, a
+floor below) and ``THINKING_*`` events, which the official encoding has no slot for and
+this one refuses with ``AGUI-D006`` (``docs/protobuf.md`` says why).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+from typing import Any, Final
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError as _ProtobufDecodeError
+from google.protobuf.message import EncodeError as _ProtobufEncodeError
+
+from ._generated import agui_pb2 as pb
+from ._generated.models import Event
+from .catalogue import DECODE_RULES
+from .errors import AguiError, DecodeError, EncodeError
+from .transport.proto import DEFAULT_MAX_MESSAGE_BYTES, aiter_frames, encode_frame, iter_frames
+from .wire import parse_event, to_wire
+
+__all__ = [
+    "MEDIA_TYPE",
+    "aiter_proto",
+    "decode_message",
+    "encode_message",
+    "encode_proto_frame",
+    "from_proto",
+    "iter_proto",
+    "iter_proto_wire",
+    "to_proto",
+]
+
+MEDIA_TYPE: Final = "application/vnd.ag-ui.event+proto"
+
+_REPLACEMENT: Final = {
+    "THINKING_START": "REASONING_START",
+    "THINKING_END": "REASONING_END",
+    "THINKING_TEXT_MESSAGE_START": "REASONING_MESSAGE_START",
+    "THINKING_TEXT_MESSAGE_CONTENT": "REASONING_MESSAGE_CONTENT",
+    "THINKING_TEXT_MESSAGE_END": "REASONING_MESSAGE_END",
+}
+_ARM_OF_TYPE: Final = {t: t.lower() for t in pb.EventType.DESCRIPTOR.values_by_name}
+_TYPE_OF_ARM: Final = {arm: t for t, arm in _ARM_OF_TYPE.items()}
+_BASE: Final = ("type", "timestamp", "rawEvent", "metadata")
+_PART_KINDS: Final = ("text", "image", "audio", "video", "document")
+_SOURCE_KINDS: Final = ("data", "url", "file")
+_PARTS_ROLES: Final = frozenset({"user", "tool"})
+_KNOWN_ROLES: Final = frozenset(
+    {"developer", "system", "assistant", "user", "tool", "activity", "reasoning"}
+)
+_INT64_MEMBERS: Final = frozenset(
+    {
+        "timestamp",
+        "inputTokens",
+        "outputTokens",
+        "totalTokens",
+        "reasoningTokens",
+        "cachedInputTokens",
+        "cacheWriteInputTokens",
+    }
+)
+
+
+# --------------------------------------------------------------------------- to protobuf
+
+
+def _metadata(value: Any) -> Any:
+    return value if isinstance(value, dict) else None
+
+
+def _source_to(source: Mapping[str, Any]) -> dict[str, Any]:
+    kind = source.get("type")
+    return {str(kind): {k: v for k, v in source.items() if k != "type"}}
+
+
+def _part_to(part: Mapping[str, Any]) -> dict[str, Any]:
+    body = {k: v for k, v in part.items() if k != "type"}
+    if "source" in body:
+        body["source"] = _source_to(body["source"])
+    return {str(part.get("type")): body}
+
+
+def _message_to(message: Mapping[str, Any]) -> dict[str, Any]:
+    wire = dict(message)
+    content = wire.get("content")
+    if isinstance(content, list):
+        wire["contentParts"] = [_part_to(p) for p in content]
+        del wire["content"]
+    elif wire.get("role") == "activity":
+        wire["activityContent"] = content if isinstance(content, dict) else {}
+        wire.pop("content", None)
+    return wire
+
+
+def _ops_to(ops: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{**op, "op": str(op.get("op", "")).upper()} for op in ops]
+
+
+def _envelope(wire: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``ag_ui.Event`` of a wire dict, as a protobuf-JSON dict (``@ag-ui/proto`` encode)."""
+    kind = wire.get("type")
+    arm = _ARM_OF_TYPE.get(kind) if isinstance(kind, str) else None
+    if arm is None:
+        if kind in _REPLACEMENT:
+            raise EncodeError(
+                f"{kind} has no protobuf encoding; send {_REPLACEMENT[kind]} instead",
+                rule=DECODE_RULES["thinking"],
+                event_type=str(kind),
+            )
+        raise EncodeError(f"{kind!r} is not an event type the protobuf encoding has")
+    base: dict[str, Any] = {"type": kind}
+    for member in ("timestamp", "rawEvent"):
+        if member in wire:
+            base[member] = wire[member]
+    if _metadata(wire.get("metadata")) is not None:
+        base["metadata"] = wire["metadata"]
+    rest = {k: v for k, v in wire.items() if k not in _BASE}
+    if kind == "MESSAGES_SNAPSHOT":
+        rest["messages"] = [_message_to(m) for m in rest.get("messages", [])]
+    elif kind == "RUN_FINISHED":
+        outcome = rest.pop("outcome", None)
+        if isinstance(outcome, Mapping):
+            rest["outcome"] = outcome.get("type", "")
+            if outcome.get("type") == "success":
+                rest["pendingToolCallIds"] = outcome.get("pendingToolCallIds", [])
+            elif outcome.get("type") == "interrupt":
+                rest["interrupts"] = outcome.get("interrupts", [])
+    elif kind == "SUBAGENT_FINISHED":
+        outcome = rest.pop("outcome", None)
+        if isinstance(outcome, Mapping):
+            rest["outcome"] = outcome.get("type", "")
+            if outcome.get("type") == "suspended":
+                rest["interruptIds"] = outcome.get("interruptIds", [])
+    elif kind == "STATE_DELTA":
+        rest["delta"] = _ops_to(rest.get("delta", []))
+    elif kind == "ACTIVITY_DELTA":
+        rest["patch"] = _ops_to(rest.get("patch", []))
+    elif kind == "TOOL_CALL_RESULT" and isinstance(rest.get("content"), list):
+        rest["contentParts"] = [_part_to(p) for p in rest.pop("content")]
+    elif kind == "RUN_STARTED" and isinstance(rest.get("input"), Mapping):
+        given = rest["input"]
+        rest["input"] = {**given, "messages": [_message_to(m) for m in given.get("messages", [])]}
+    return {arm: {"baseEvent": base, **rest}}
+
+
+def to_proto(event: Event | Mapping[str, Any]) -> pb.Event:
+    """
+    The ``ag_ui.Event`` message of a typed event or a wire dict.
+
+    Members the protobuf encoding has no field for (an undeclared extra member) are left
+    out, as ``@ag-ui/proto`` leaves them out.
+
+    Raises:
+        EncodeError: A ``THINKING_*`` event (``AGUI-D006``), or a value the message cannot
+            hold.
+    """
+    wire = event if isinstance(event, Mapping) else to_wire(event)
+    message = pb.Event()
+    try:
+        json_format.ParseDict(_envelope(wire), message, ignore_unknown_fields=True)
+    except (json_format.ParseError, ValueError, TypeError) as error:
+        if isinstance(error, AguiError):
+            raise
+        raise EncodeError(f"{wire.get('type')}: {error}") from None
+    return message
+
+
+def encode_message(event: Event | Mapping[str, Any]) -> bytes:
+    """
+    One event as protobuf bytes, without the length prefix: what ``@ag-ui/proto``'s
+    ``encode`` returns for the same event (map members in sorted order, so the bytes are
+    reproducible).
+
+    Raises:
+        EncodeError: See :func:`to_proto`.
+    """
+    try:
+        return to_proto(event).SerializeToString(deterministic=True)
+    except _ProtobufEncodeError as error:  # pragma: no cover - ParseDict fills every field
+        raise EncodeError(str(error)) from None
+
+
+# --------------------------------------------------------------------------- from protobuf
+
+
+def _numbers(value: Any) -> Any:
+    """Integral doubles back to integers, as JavaScript prints them (below 1e21): protobuf,
+    like JavaScript, has only doubles."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) < 1e21 else value
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    return value
+
+
+def _one_arm(record: Mapping[str, Any], kinds: tuple[str, ...], what: str) -> tuple[str, Any]:
+    arms = [k for k in kinds if k in record]
+    if len(arms) != 1:
+        raise ValueError(f"{what} carries {len(arms)} arms, not one")
+    return arms[0], record[arms[0]]
+
+
+def _source_from(source: Mapping[str, Any]) -> dict[str, Any]:
+    kind, body = _one_arm(source, _SOURCE_KINDS, "a content source")
+    return {"type": kind, **body}
+
+
+def _part_from(part: Mapping[str, Any]) -> dict[str, Any]:
+    kind, body = _one_arm(part, _PART_KINDS, "a content part")
+    out = {"type": kind, **body}
+    if "source" in out:
+        out["source"] = _source_from(out["source"])
+    return out
+
+
+def _message_from(wire: Mapping[str, Any]) -> dict[str, Any]:
+    message = dict(wire)
+    role = message.get("role", "")
+    parts = message.pop("contentParts", [])
+    activity = message.pop("activityContent", None)
+    if role in _KNOWN_ROLES:
+        if parts and role not in _PARTS_ROLES:
+            raise ValueError(f"a {role} message carries content parts")
+        if activity is not None and role != "activity":
+            raise ValueError(f"a {role} message carries activity content")
+        if role in _PARTS_ROLES and "content" in message and parts:
+            raise ValueError("a message carries both string content and content parts")
+    if role in _PARTS_ROLES and "content" not in message:
+        message["content"] = [_part_from(p) for p in parts]
+    if role == "activity" and activity is not None:
+        message["content"] = activity
+    if not message.get("toolCalls"):
+        message.pop("toolCalls", None)
+    return message
+
+
+def _ops_from(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**op, "op": str(op.get("op", "ADD")).lower()} for op in ops]
+
+
+def _int64s(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: int(v) if k in _INT64_MEMBERS else _int64s(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_int64s(v) for v in value]
+    return value
+
+
+def from_proto(message: pb.Event) -> dict[str, Any]:
+    """
+    The wire dict of an ``ag_ui.Event`` message, as ``@ag-ui/proto``'s ``decode`` builds it.
+
+    Raises:
+        ValueError: The message names no event, or one whose base event declares another
+            type, or a content part with no arm or two (the callers locate it as
+            ``AGUI-D005``).
+    """
+    arm = message.WhichOneof("event")
+    if arm is None:
+        raise ValueError("the envelope names no event this version knows")
+    body = json_format.MessageToDict(
+        getattr(message, arm), always_print_fields_with_no_presence=True
+    )
+    body = _numbers(_int64s(body))
+    base = body.pop("baseEvent", None)
+    kind = _TYPE_OF_ARM[arm]
+    if base is None or base.get("type", "TEXT_MESSAGE_START") != kind:
+        declared = None if base is None else base.get("type", "TEXT_MESSAGE_START")
+        raise ValueError(f"the envelope carries {kind} but its base event declares {declared}")
+    wire: dict[str, Any] = {"type": kind}
+    for member in _BASE[1:]:
+        if member in base:
+            wire[member] = base[member]
+    wire.update(body)
+    if kind == "MESSAGES_SNAPSHOT":
+        wire["messages"] = [_message_from(m) for m in wire["messages"]]
+    elif kind == "RUN_FINISHED":
+        outcome = wire.pop("outcome", "")
+        pending = wire.pop("pendingToolCallIds", [])
+        interrupts = wire.pop("interrupts", [])
+        if outcome:
+            shaped: dict[str, Any] = {"type": outcome}
+            if pending:
+                shaped["pendingToolCallIds"] = pending
+            if interrupts or outcome == "interrupt":
+                shaped["interrupts"] = interrupts
+            wire["outcome"] = shaped
+        else:
+            if pending:
+                wire["pendingToolCallIds"] = pending
+            if interrupts:
+                wire["interrupts"] = interrupts
+    elif kind == "SUBAGENT_FINISHED":
+        outcome = wire.pop("outcome", "")
+        ids = wire.pop("interruptIds", [])
+        if outcome:
+            wire["outcome"] = {"type": outcome, **({"interruptIds": ids} if ids else {})}
+        elif ids:
+            wire["interruptIds"] = ids
+    elif kind == "STATE_DELTA":
+        wire["delta"] = _ops_from(wire["delta"])
+    elif kind == "ACTIVITY_DELTA":
+        wire["patch"] = _ops_from(wire["patch"])
+    elif kind == "TOOL_CALL_RESULT":
+        parts = wire.pop("contentParts", [])
+        if "content" in wire and parts:
+            raise ValueError("a tool result carries both string content and content parts")
+        if "content" not in wire:
+            wire["content"] = [_part_from(p) for p in parts]
+    elif kind == "RUN_STARTED" and "input" in wire:
+        given = wire["input"]
+        given["messages"] = [_message_from(m) for m in given.get("messages", [])]
+    if kind in ("RUN_FINISHED", "RUN_ERROR") and not wire.get("usage"):
+        wire.pop("usage", None)
+    return wire
+
+
+def decode_message(
+    payload: bytes,
+    *,
+    source: str | None = None,
+    frame: int | None = None,
+    byte_offset: int | None = None,
+) -> dict[str, Any]:
+    """
+    The wire dict of one protobuf event message (a frame's payload, without its prefix).
+
+    Raises:
+        DecodeError: The bytes are not an ``ag_ui.Event`` naming one known event
+            (``AGUI-D005``), located by ``source``, ``frame`` and ``byte_offset``.
+    """
+    message = pb.Event()
+    try:
+        # protobuf's parser bounds nesting itself (100 levels, under MAX_JSON_DEPTH), so a
+        # hostile Value tree fails here as a bad message, never as a RecursionError.
+        message.ParseFromString(payload)
+        wire = from_proto(message)
+    except (_ProtobufDecodeError, ValueError, KeyError, TypeError, RecursionError) as error:
+        detail = str(error) or type(error).__name__
+        raise DecodeError(
+            f"not a valid AG-UI protobuf event: {detail}",
+            rule=DECODE_RULES["protobuf"],
+            source=source,
+            frame=frame,
+            byte_offset=byte_offset,
+        ) from None
+    return wire
+
+
+def iter_proto_wire(
+    chunks: Iterable[bytes],
+    *,
+    source: str | None = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> Iterator[dict[str, Any]]:
+    """
+    Decode a length-prefixed protobuf stream into wire dicts, frames split anywhere.
+
+    Raises:
+        DecodeError: A cut frame or a bad message, after every good event before it.
+        LimitExceededError: A frame larger than ``max_message_bytes``.
+    """
+    for payload, frame, offset in iter_frames(
+        chunks, source=source, max_message_bytes=max_message_bytes
+    ):
+        yield decode_message(payload, source=source, frame=frame, byte_offset=offset)
+
+
+def iter_proto(
+    chunks: Iterable[bytes],
+    *,
+    source: str | None = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> Iterator[Event]:
+    """
+    Decode a length-prefixed protobuf stream into typed events (validated, like SSE's).
+
+    Raises:
+        DecodeError: See :func:`iter_proto_wire`.
+        SchemaValidationError: A decoded event the schema refuses.
+    """
+    for wire in iter_proto_wire(chunks, source=source, max_message_bytes=max_message_bytes):
+        yield parse_event(wire)
+
+
+async def aiter_proto(
+    chunks: AsyncIterable[bytes],
+    *,
+    source: str | None = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> AsyncIterator[dict[str, Any]]:
+    """The asynchronous twin of :func:`iter_proto_wire` (wire dicts)."""
+    async for payload, frame, offset in aiter_frames(
+        chunks, source=source, max_message_bytes=max_message_bytes
+    ):
+        yield decode_message(payload, source=source, frame=frame, byte_offset=offset)
+
+
+def encode_proto_frame(event: Event | Mapping[str, Any]) -> bytes:
+    """One event as a length-prefixed frame (what a server writes per event)."""
+    return encode_frame(encode_message(event))
