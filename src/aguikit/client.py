@@ -3,7 +3,8 @@ The HTTP client: POST a ``RunAgentInput``, read the agent's answer, fold it as i
 
 An application talking to an agent wants three things from a client, and gets them here:
 the request made the way the official clients make it (a validated JSON body, the protocol
-version declared, ``Accept: text/event-stream``), the answer decoded and checked
+version declared, ``Accept: text/event-stream``, or with the binary transport
+``application/vnd.ag-ui.event+proto`` preferred when ``binary=True``), the answer decoded
 incrementally (each event verified and applied by a :class:`aguikit.Session` the moment
 its frame is complete, so a UI can render token by token), and every way it can go wrong
 reported as a typed error rather than a hung iterator or an ``httpx`` exception:
@@ -13,7 +14,8 @@ reported as a typed error rather than a hung iterator or an ``httpx`` exception:
 :class:`~aguikit.errors.TruncatedStreamError`.
 
 It is the top of the consuming house: the request goes out through the one HTTP fetch
-(:mod:`aguikit.transport.http`), the bytes come back through the SSE decoder, and every
+(:mod:`aguikit.transport.http`), the bytes come back through the decoder of the media
+type the agent chose (SSE, or length-prefixed protobuf via :mod:`aguikit.proto`), and every
 event goes through one :class:`~aguikit.session.Session`, whose :class:`Update` values
 are yielded as they are.  Stopping early is part of the contract: breaking out of the
 loop, closing the generator or cancelling the task closes the HTTP response, and with it
@@ -24,6 +26,7 @@ What it deliberately does not do: retry, or reconnect with ``Last-Event-ID``.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Final
@@ -33,9 +36,11 @@ import httpx
 from ._generated.models import RunAgentInput
 from ._generated.registry import PROTOCOL_VERSION
 from .limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
+from .proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
+from .proto import aiter_proto, iter_proto_wire
 from .receiver import omit_newer_members
 from .session import Session, Update
-from .transport.http import DEFAULT_TIMEOUT, apost_stream, post_stream
+from .transport.http import BOTH, DEFAULT_TIMEOUT, SSE_ONLY, apost_stream, post_stream
 from .transport.sse import aiter_events, iter_events
 from .wire import parse_run_agent_input, to_wire
 
@@ -192,6 +197,13 @@ class AgentClient:
         max_depth: Deepest JSON nesting accepted in one event.
         transport: An ``httpx`` transport to use instead of the network (sync runs).
         async_transport: Likewise for async runs.
+        binary: Ask for the binary transport too (``Accept:
+            application/vnd.ag-ui.event+proto, text/event-stream``) and decode whichever
+            the agent answers in.  Off by default: every agent speaks SSE, and an agent
+            that does not know the binary type may refuse the request (406).
+
+    .. versionchanged:: 0.2
+       ``binary``: the protobuf transport.
     """
 
     def __init__(
@@ -208,6 +220,7 @@ class AgentClient:
         max_depth: int = MAX_JSON_DEPTH,
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
+        binary: bool = False,
     ) -> None:
         self.url = url
         self.headers = dict(headers or {})
@@ -220,6 +233,7 @@ class AgentClient:
         self.max_depth = max_depth
         self._transport = transport
         self._async_transport = async_transport
+        self.binary = binary
         self._session: Session | None = None
         self.request_warnings: list[str] = []
         """What preparing the last request had to drop for an old peer."""
@@ -282,15 +296,29 @@ class AgentClient:
         """
         body = self._request(run_input)
         session = self._new_session()
+        chosen: list[str] = []
         chunks = post_stream(
-            self.url, body, headers=self.headers, timeout=self.timeout, transport=self._transport
+            self.url,
+            body,
+            headers=self.headers,
+            timeout=self.timeout,
+            transport=self._transport,
+            accept=BOTH if self.binary else SSE_ONLY,
+            on_media_type=chosen.append,
         )
-        for data in iter_events(
-            chunks,
-            source=self.url,
-            max_frame_bytes=self.max_frame_bytes,
-            max_depth=self.max_depth,
-        ):
+        # The first chunk comes after the headers: by then the agent's choice is known.
+        first = next(chunks, None)
+        stream = itertools.chain(() if first is None else (first,), chunks)
+        if chosen and chosen[0] == PROTO_MEDIA_TYPE:
+            events = iter_proto_wire(stream, source=self.url)
+        else:
+            events = iter_events(
+                stream,
+                source=self.url,
+                max_frame_bytes=self.max_frame_bytes,
+                max_depth=self.max_depth,
+            )
+        for data in events:
             yield from session.feed(data)
         yield from session.finish()
 
@@ -306,22 +334,38 @@ class AgentClient:
         """
         body = self._request(run_input)
         session = self._new_session()
+        chosen: list[str] = []
         chunks = apost_stream(
             self.url,
             body,
             headers=self.headers,
             timeout=self.timeout,
             transport=self._async_transport,
+            accept=BOTH if self.binary else SSE_ONLY,
+            on_media_type=chosen.append,
         )
         # An async generator is not closed when dropped: close the request explicitly, so
         # leaving this loop early closes the connection now, not at garbage collection.
         async with aclosing(chunks):
-            async for data in aiter_events(
-                chunks,
-                source=self.url,
-                max_frame_bytes=self.max_frame_bytes,
-                max_depth=self.max_depth,
-            ):
+            first = await anext(chunks, None)
+
+            async def stream() -> AsyncIterator[bytes]:
+                if first is not None:
+                    yield first
+                async for chunk in chunks:
+                    yield chunk
+
+            events: AsyncIterator[dict[str, Any]]
+            if chosen and chosen[0] == PROTO_MEDIA_TYPE:
+                events = aiter_proto(stream(), source=self.url)
+            else:
+                events = aiter_events(
+                    stream(),
+                    source=self.url,
+                    max_frame_bytes=self.max_frame_bytes,
+                    max_depth=self.max_depth,
+                )
+            async for data in events:
                 for update in session.feed(data):
                     yield update
         for update in session.finish():
