@@ -49,10 +49,12 @@ from .errors import (
     UnknownEventTypeError,
     WireFormatError,
 )
+from .proto import encode_proto_frame, iter_proto_wire
 from .reference import render_markdown, render_rule, render_text
 from .session import Session
-from .transport.jsonl import iter_jsonl
-from .transport.sse import iter_events
+from .transport.jsonl import encode_line, iter_jsonl
+from .transport.proto import looks_like_frames
+from .transport.sse import encode_bytes, iter_events
 from .validate import is_valid, iter_schema_errors
 from .wire import to_wire
 
@@ -65,6 +67,8 @@ EXIT_UNREADABLE: Final = 2
 _BLOCK: Final = 64 * 1024
 _SSE_SUFFIXES: Final = frozenset({".sse", ".txt", ".eventstream"})
 _JSONL_SUFFIXES: Final = frozenset({".jsonl", ".ndjson", ".json"})
+_PROTO_SUFFIXES: Final = frozenset({".pb", ".bin", ".proto-stream"})
+_FORMATS: Final = ("sse", "jsonl", "proto")
 _PATCH_WARNINGS: Final = frozenset({"patch-failed"})
 """Session warnings that mean a patch did not apply: problems for ``check``, not warnings."""
 
@@ -147,6 +151,8 @@ def _blocks(fp: IO[bytes]) -> Iterator[bytes]:
 
 
 def _sniff(first: bytes) -> str:
+    if looks_like_frames(first):
+        return "proto"
     text = first.lstrip(b"\xef\xbb\xbf \t\r\n")
     return "jsonl" if text[:1] in (b"{", b"[") else "sse"
 
@@ -160,10 +166,15 @@ def _with_first(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
 def _events_from_bytes(
     chunks: Iterator[bytes], kind: str | None, source: str
 ) -> Iterator[dict[str, Any]]:
-    if kind is None:
-        first = next(chunks, b"")
-        kind = _sniff(first)
-        chunks = _with_first(first, chunks)
+    # Content decides: a recording's bytes say what it is whatever its name, and a length
+    # prefix (a first byte of 0) is never how SSE or JSONL text starts.
+    first = next(chunks, b"")
+    sniffed = _sniff(first)
+    if kind is None or sniffed == "proto" or (kind == "proto" and first):
+        kind = sniffed
+    chunks = _with_first(first, chunks)
+    if kind == "proto":
+        return iter_proto_wire(chunks, source=source)
     if kind == "jsonl":
         return iter_jsonl(chunks, source=source)
     return iter_events(chunks, source=source)
@@ -211,7 +222,8 @@ def _open_events(spec: str, input_path: str | None) -> tuple[str, Iterator[dict[
     except OSError as exc:
         raise _Unreadable(f"cannot open {spec}: {exc.strerror or exc}") from None
     suffix = path.suffix.lower()
-    kind = "sse" if suffix in _SSE_SUFFIXES else "jsonl" if suffix in _JSONL_SUFFIXES else None
+    kinds = {**dict.fromkeys(_SSE_SUFFIXES, "sse"), **dict.fromkeys(_JSONL_SUFFIXES, "jsonl")}
+    kind = kinds.get(suffix, "proto" if suffix in _PROTO_SUFFIXES else None)
 
     def events() -> Iterator[dict[str, Any]]:
         with fp:
@@ -609,6 +621,47 @@ def _run_replay(source: str, events: Iterator[dict[str, Any]], out: TextIO, err:
 # --- schema / rules ---------------------------------------------------------------------
 
 
+def _run_convert(
+    source: str, events: Iterator[dict[str, Any]], to: str, output: str | None, err: TextIO
+) -> int:
+    """Re-encode every event of ``source`` as ``to``; exit 0, or 2 if it cannot be read."""
+    from .receiver import Receiver
+    from .wire import to_wire
+
+    def encoded() -> Iterator[bytes]:
+        if to == "sse":
+            yield from (encode_bytes(event) for event in events)
+        elif to == "jsonl":
+            yield from (encode_line(event).encode("utf-8") for event in events)
+        else:
+            # The binary transport has no THINKING_* slot (docs/protobuf.md): the receiver
+            # translates them to REASONING_* (and drops what it does not know) first.
+            def note(symbol: str, message: str) -> None:
+                err.write(f"aguikit: {source}: {message}\n")
+
+            receiver = Receiver(on_warning=note)
+            for event in events:
+                typed = receiver.receive(event)
+                if typed is not None:
+                    yield encode_proto_frame(to_wire(typed))
+
+    target = sys.stdout.buffer if output in (None, "-") else None
+    try:
+        with contextlib.ExitStack() as stack:
+            sink = target or stack.enter_context(Path(str(output)).open("wb"))
+            for block in encoded():
+                sink.write(block)
+            sink.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise _Unreadable(f"cannot write {output}: {exc.strerror or exc}") from None
+    except AguiError as exc:
+        err.write(f"aguikit: {source}: {exc}\n")
+        return EXIT_UNREADABLE
+    return EXIT_OK
+
+
 def _run_schema(definition: str | None, out: TextIO, err: TextIO) -> int:
     text = resources.files("aguikit._generated").joinpath("schema.json").read_text("utf-8")
     if definition is None:
@@ -659,7 +712,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "source",
             metavar="SOURCE",
-            help="a .sse or .jsonl file, - for stdin, or an http(s):// agent URL",
+            help="a .sse, .jsonl or .pb file (read by content), - for stdin, or an http(s):// URL",
         )
         p.add_argument(
             "--input",
@@ -678,6 +731,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     replay = sub.add_parser("replay", help="print the conversation a stream materialises")
     source_args(replay)
+    convert = sub.add_parser("convert", help="re-encode a stream as SSE, JSONL or protobuf")
+    source_args(convert)
+    convert.add_argument("--to", choices=_FORMATS, required=True, help="the output encoding")
+    convert.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     sub.add_parser("demo", help="check and replay the bundled example stream")
     rules = sub.add_parser("rules", help="print the rule catalogue, or one rule (by id or symbol)")
     rules.add_argument("rule", nargs="?", metavar="ID", help="AGUI-V014, V014 or patch-failed")
@@ -728,6 +785,8 @@ def main(argv: list[str] | None = None) -> int:
         source, events = _open_events(args.source, args.input)
         if args.command == "check":
             return _run_check(source, events, fmt=args.format, strict=args.strict, out=out, err=err)
+        if args.command == "convert":
+            return _run_convert(source, events, args.to, args.output, err)
         return _run_replay(source, events, out, err)
     except _Unreadable as exc:
         err.write(f"aguikit: {exc}\n")

@@ -27,14 +27,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any, Final
 
-from google.protobuf import json_format
+from google.protobuf import struct_pb2
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError as _ProtobufDecodeError
 from google.protobuf.message import EncodeError as _ProtobufEncodeError
+from google.protobuf.message import Message as _Message
 
 from ._generated import agui_pb2 as pb
 from ._generated.models import Event
 from .catalogue import DECODE_RULES
-from .errors import AguiError, DecodeError, EncodeError
+from .errors import DecodeError, EncodeError
 from .transport.proto import DEFAULT_MAX_MESSAGE_BYTES, aiter_frames, encode_frame, iter_frames
 from .wire import parse_event, to_wire
 
@@ -59,8 +61,13 @@ _REPLACEMENT: Final = {
     "THINKING_TEXT_MESSAGE_CONTENT": "REASONING_MESSAGE_CONTENT",
     "THINKING_TEXT_MESSAGE_END": "REASONING_MESSAGE_END",
 }
-_ARM_OF_TYPE: Final = {t: t.lower() for t in pb.EventType.DESCRIPTOR.values_by_name}
-_TYPE_OF_ARM: Final = {arm: t for t, arm in _ARM_OF_TYPE.items()}
+_ARM_OF_TYPE: Final = {
+    t: pb.Event.DESCRIPTOR.fields_by_name[t.lower()].json_name
+    for t in pb.EventType.DESCRIPTOR.values_by_name
+}
+"""Event type → the JSON name of its ``oneof`` arm (``RUN_STARTED`` → ``runStarted``)."""
+_TYPE_OF_ARM: Final = {t.lower(): t for t in _ARM_OF_TYPE}
+"""The arm's field name, as ``WhichOneof`` gives it → the event type."""
 _BASE: Final = ("type", "timestamp", "rawEvent", "metadata")
 _PART_KINDS: Final = ("text", "image", "audio", "video", "document")
 _SOURCE_KINDS: Final = ("data", "url", "file")
@@ -68,17 +75,140 @@ _PARTS_ROLES: Final = frozenset({"user", "tool"})
 _KNOWN_ROLES: Final = frozenset(
     {"developer", "system", "assistant", "user", "tool", "activity", "reasoning"}
 )
-_INT64_MEMBERS: Final = frozenset(
-    {
-        "timestamp",
-        "inputTokens",
-        "outputTokens",
-        "totalTokens",
-        "reasoningTokens",
-        "cachedInputTokens",
-        "cacheWriteInputTokens",
-    }
-)
+
+
+# --------------------------------------------------------------------------- the mechanism
+#
+# Messages are filled and read through their descriptors, member by member, with the JSON
+# name protobuf derives from each field (``message_id`` → ``messageId``, the wire name).
+# ``google.protobuf.json_format`` does the same job generically and several times slower;
+# this keeps to what AG-UI's messages use: strings, bools, int64, enums, nested and
+# repeated messages, and ``Value``/``Struct`` for JSON.
+
+_VALUE: Final = "google.protobuf.Value"
+_STRUCT: Final = "google.protobuf.Struct"
+_Plan = dict[str, tuple[str, FieldDescriptor]]
+_PLANS: dict[str, _Plan] = {}
+
+
+def _plan(descriptor: Any) -> _Plan:  # a Descriptor (pure-Python or upb)
+    plan = _PLANS.get(descriptor.full_name)
+    if plan is None:
+        plan = {f.json_name: (f.name, f) for f in descriptor.fields}
+        _PLANS[descriptor.full_name] = plan
+    return plan
+
+
+def _set_value(target: struct_pb2.Value, value: Any) -> None:
+    if value is None:
+        target.null_value = struct_pb2.NULL_VALUE
+    elif isinstance(value, bool):
+        target.bool_value = value
+    elif isinstance(value, int | float):
+        target.number_value = value
+    elif isinstance(value, str):
+        target.string_value = value
+    elif isinstance(value, dict):
+        _set_struct(target.struct_value, value)
+    elif isinstance(value, list):
+        items = target.list_value
+        items.SetInParent()
+        for item in value:
+            _set_value(items.values.add(), item)
+    else:
+        raise TypeError(f"a JSON value cannot be a {type(value).__name__}")
+
+
+def _set_struct(target: struct_pb2.Struct, value: Mapping[str, Any]) -> None:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected an object, got {type(value).__name__}")
+    target.SetInParent()
+    fields = target.fields
+    for key, item in value.items():
+        _set_value(fields[key], item)
+
+
+def _fill(message: _Message, data: Mapping[str, Any]) -> None:
+    """Set every member of ``data`` the message has a field for; ignore the rest."""
+    plan = _plan(message.DESCRIPTOR)
+    message.SetInParent()
+    for key, value in data.items():
+        entry = plan.get(key)
+        if entry is None:
+            continue
+        name, field = entry
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            full = field.message_type.full_name if field.message_type else ""
+            if field.is_repeated:
+                container = getattr(message, name)
+                for item in value:
+                    _fill(container.add(), item)
+            elif full == _VALUE:
+                _set_value(getattr(message, name), value)
+            elif full == _STRUCT:
+                _set_struct(getattr(message, name), value)
+            else:
+                _fill(getattr(message, name), value)
+        elif field.is_repeated:
+            getattr(message, name).extend(value)
+        elif field.type == FieldDescriptor.TYPE_ENUM:
+            enum = field.enum_type
+            assert enum is not None  # an enum field always has its enum
+            setattr(message, name, enum.values_by_name[value].number)
+        else:
+            setattr(message, name, value)
+
+
+def _value_of(value: struct_pb2.Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "number_value":
+        number = value.number_value
+        # Integral doubles back to integers, as JavaScript prints them (below 1e21):
+        # protobuf, like JavaScript, has only doubles.
+        return int(number) if number.is_integer() and abs(number) < 1e21 else number
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "struct_value":
+        return _struct_of(value.struct_value)
+    if kind == "list_value":
+        return [_value_of(item) for item in value.list_value.values]
+    if kind == "null_value":
+        return None
+    raise ValueError("a google.protobuf.Value with no kind set")
+
+
+def _struct_of(struct: struct_pb2.Struct) -> dict[str, Any]:
+    return {key: _value_of(item) for key, item in struct.fields.items()}
+
+
+def _read(message: _Message) -> dict[str, Any]:
+    """Every field as ``json_format`` prints it with defaults, minus its string int64s."""
+    out: dict[str, Any] = {}
+    for json_name, (name, field) in _plan(message.DESCRIPTOR).items():
+        if field.has_presence and not message.HasField(name):
+            continue
+        value = getattr(message, name)
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            full = field.message_type.full_name if field.message_type else ""
+            if field.is_repeated:
+                out[json_name] = [_read(item) for item in value]
+            elif full == _VALUE:
+                out[json_name] = _value_of(value)
+            elif full == _STRUCT:
+                out[json_name] = _struct_of(value)
+            else:
+                out[json_name] = _read(value)
+        elif field.is_repeated:
+            out[json_name] = list(value)
+        elif field.type == FieldDescriptor.TYPE_ENUM:
+            enum = field.enum_type
+            named = None if enum is None else enum.values_by_number.get(value)
+            out[json_name] = named.name if named is not None else value
+        else:
+            out[json_name] = value
+    return out
 
 
 # --------------------------------------------------------------------------- to protobuf
@@ -175,12 +305,11 @@ def to_proto(event: Event | Mapping[str, Any]) -> pb.Event:
             hold.
     """
     wire = event if isinstance(event, Mapping) else to_wire(event)
+    envelope = _envelope(wire)
     message = pb.Event()
     try:
-        json_format.ParseDict(_envelope(wire), message, ignore_unknown_fields=True)
-    except (json_format.ParseError, ValueError, TypeError) as error:
-        if isinstance(error, AguiError):
-            raise
+        _fill(message, envelope)
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
         raise EncodeError(f"{wire.get('type')}: {error}") from None
     return message
 
@@ -201,18 +330,6 @@ def encode_message(event: Event | Mapping[str, Any]) -> bytes:
 
 
 # --------------------------------------------------------------------------- from protobuf
-
-
-def _numbers(value: Any) -> Any:
-    """Integral doubles back to integers, as JavaScript prints them (below 1e21): protobuf,
-    like JavaScript, has only doubles."""
-    if isinstance(value, float):
-        return int(value) if value.is_integer() and abs(value) < 1e21 else value
-    if isinstance(value, dict):
-        return {k: _numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_numbers(v) for v in value]
-    return value
 
 
 def _one_arm(record: Mapping[str, Any], kinds: tuple[str, ...], what: str) -> tuple[str, Any]:
@@ -260,14 +377,6 @@ def _ops_from(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**op, "op": str(op.get("op", "ADD")).lower()} for op in ops]
 
 
-def _int64s(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: int(v) if k in _INT64_MEMBERS else _int64s(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_int64s(v) for v in value]
-    return value
-
-
 def from_proto(message: pb.Event) -> dict[str, Any]:
     """
     The wire dict of an ``ag_ui.Event`` message, as ``@ag-ui/proto``'s ``decode`` builds it.
@@ -280,10 +389,7 @@ def from_proto(message: pb.Event) -> dict[str, Any]:
     arm = message.WhichOneof("event")
     if arm is None:
         raise ValueError("the envelope names no event this version knows")
-    body = json_format.MessageToDict(
-        getattr(message, arm), always_print_fields_with_no_presence=True
-    )
-    body = _numbers(_int64s(body))
+    body = _read(getattr(message, arm))
     base = body.pop("baseEvent", None)
     kind = _TYPE_OF_ARM[arm]
     if base is None or base.get("type", "TEXT_MESSAGE_START") != kind:
