@@ -38,6 +38,11 @@ NOT_IN_1_0: frozenset[str] = frozenset({"encryptedValueType"})
 """Members AG-UI 1.1 added after @ag-ui/proto 1.0.0: numbered in the ledger, unknown to it."""
 
 
+BYTE_OUTCOMES = ("same_bytes", "empty_key", "js_key_order", "js_proto_key")
+"""What became of each event's byte comparison: equal, or one of the three JavaScript object
+quirks that change @ag-ui/proto's bytes (never the decoded value), each counted."""
+
+
 def _oracle_available() -> bool:
     return shutil.which("node") is not None and (NODE_DIR / "node_modules" / "@ag-ui").is_dir()
 
@@ -93,10 +98,25 @@ def _agreement(events: list[dict[str, Any]], tmp: Path) -> dict[str, int]:
     requests += [{"encode": e} for e in events]
     answers = official(requests, tmp)
     decoded, encoded = answers[: len(events)], answers[len(events) :]
-    counts = dict.fromkeys(("they_decode_ours", "we_decode_theirs", "same_bytes", "empty_key"), 0)
+    counts = dict.fromkeys(
+        (
+            "they_decode_ours",
+            "we_decode_theirs",
+            "same_bytes",
+            "empty_key",
+            "js_key_order",
+            "js_proto_key",
+        ),
+        0,
+    )
     for event, mine, theirs_decoded, theirs_encoded in zip(
         events, ours, decoded, encoded, strict=True
     ):
+        if _has_key(event, "__proto__"):
+            # JavaScript assigns a "__proto__" member to the object's prototype instead:
+            # @ag-ui/proto loses it both ways (its bug, not the wire's), so no comparison.
+            counts["js_proto_key"] += 1
+            continue
         assert "error" not in theirs_decoded, (event, theirs_decoded)
         assert projected(event) == carried(theirs_decoded["ok"]), event
         counts["they_decode_ours"] += 1
@@ -104,21 +124,37 @@ def _agreement(events: list[dict[str, Any]], tmp: Path) -> dict[str, int]:
         their_bytes = base64.b64decode(theirs_encoded["ok"])
         assert projected(event) == carried(proto.decode_message(their_bytes)), event
         counts["we_decode_theirs"] += 1
-        if _has_empty_key(event):
+        if _has_key(event, ""):
             # ts-proto leaves an empty map key off the wire (proto3 default), upb writes it:
             # both decode to the same Struct, so only the bytes differ.
             counts["empty_key"] += 1
+            continue
+        if _has_index_key(event):
+            # JavaScript enumerates array-index keys ("0", "10") first, in numeric order, so
+            # @ag-ui/proto cannot write them in sorted order; same Struct, other bytes.
+            counts["js_key_order"] += 1
             continue
         assert their_bytes == mine, event
         counts["same_bytes"] += 1
     return counts
 
 
-def _has_empty_key(value: Any) -> bool:
+def _has_index_key(value: Any) -> bool:
     if isinstance(value, dict):
-        return "" in value or any(_has_empty_key(v) for v in value.values())
+        return any(
+            k.isascii() and k.isdigit() and (k == "0" or k[0] != "0") and int(k) < 2**32 - 1
+            for k in value
+        ) or any(_has_index_key(v) for v in value.values())
     if isinstance(value, list):
-        return any(_has_empty_key(v) for v in value)
+        return any(_has_index_key(v) for v in value)
+    return False
+
+
+def _has_key(value: Any, key: str) -> bool:
+    if isinstance(value, dict):
+        return key in value or any(_has_key(v, key) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_key(v, key) for v in value)
     return False
 
 
@@ -152,8 +188,11 @@ def test_every_event_type_with_every_member_set_agrees(tmp_path: Path) -> None:
 
     counts = _agreement(events, tmp_path)
 
-    assert len(TYPES) * 3 == counts["same_bytes"] + counts["empty_key"]
-    assert len(TYPES) * 3 == counts["they_decode_ours"] == counts["we_decode_theirs"]
+    assert len(TYPES) * 3 == sum(
+        counts[k] for k in ("same_bytes", "empty_key", "js_key_order", "js_proto_key")
+    )
+    assert len(TYPES) * 3 == counts["they_decode_ours"] + counts["js_proto_key"]
+    assert counts["they_decode_ours"] == counts["we_decode_theirs"]
 
 
 def _example(strategy: st.SearchStrategy[dict[str, Any]], seed: int) -> dict[str, Any]:
@@ -186,5 +225,8 @@ def test_generated_events_agree(
     """Hypothesis-generated events of every type: the same agreement, batched per example."""
     counts = _agreement(events, tmp_path_factory.mktemp("batch"))
 
-    assert len(events) == counts["same_bytes"] + counts["empty_key"]
-    assert len(events) == counts["they_decode_ours"] == counts["we_decode_theirs"]
+    assert len(events) == sum(
+        counts[k] for k in ("same_bytes", "empty_key", "js_key_order", "js_proto_key")
+    )
+    assert len(events) == counts["they_decode_ours"] + counts["js_proto_key"]
+    assert counts["they_decode_ours"] == counts["we_decode_theirs"]

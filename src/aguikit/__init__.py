@@ -14,7 +14,9 @@ The house, one floor per stage, each importing only the floors below it
 ``verify``              ordering and attribution rules, declared as data in ``rules``
 ``apply``               events folded into messages, state, activities, subagents
 ``session``             all of the above for one consumer: ``Update`` per event
-``encode``, ``transport``   events as SSE and JSONL bytes; bytes ⇄ wire dicts; HTTP fetch
+``encode``, ``transport``   events as SSE, JSONL and protobuf bytes; bytes ⇄ wire dicts
+                        (or frames); the HTTP fetch
+``proto``               events ⇄ ``ag_ui.Event`` protobuf messages, as ``@ag-ui/proto``
 ``client``              :class:`AgentClient`, over HTTP
 ``cli``, ``reference``  the ``aguikit`` command and the rendered rule reference
 
@@ -32,6 +34,7 @@ from .errors import (
     AguiError,
     ContentTypeError,
     DecodeError,
+    EncodeError,
     HTTPStatusError,
     LimitExceededError,
     PatchError,
@@ -52,8 +55,9 @@ if TYPE_CHECKING:
     from .changes import Changed
     from .chunks import ChunkNormalizer, normalize_all
     from .client import AgentClient
-    from .encode import dumps_event, loads_event
+    from .encode import dumps_event, encode_proto, loads_event
     from .models import Event, EventType, Message, RunAgentInput
+    from .proto import iter_proto
     from .session import Session, SessionWarning, Update
     from .validate import is_valid, iter_schema_errors, validate_event
     from .verify import Verifier, verify_all
@@ -78,6 +82,8 @@ _LAZY: Final[dict[str, str]] = {
     "normalize_all": ".chunks",
     "AgentClient": ".client",
     "dumps_event": ".encode",
+    "encode_proto": ".encode",
+    "iter_proto": ".proto",
     "loads_event": ".encode",
     "Event": ".models",
     "EventType": ".models",
@@ -128,6 +134,7 @@ __all__ = [
     "ChunkNormalizer",
     "ContentTypeError",
     "DecodeError",
+    "EncodeError",
     "Event",
     "EventType",
     "HTTPStatusError",
@@ -150,7 +157,9 @@ __all__ = [
     "__version__",
     "converter",
     "dumps_event",
+    "encode_proto",
     "is_valid",
+    "iter_proto",
     "iter_schema_errors",
     "loads_event",
     "normalize_all",

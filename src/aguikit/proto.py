@@ -36,7 +36,7 @@ from google.protobuf.message import Message as _Message
 from ._generated import agui_pb2 as pb
 from ._generated.models import Event
 from .catalogue import DECODE_RULES
-from .errors import DecodeError, EncodeError
+from .errors import DecodeError, EncodeError, short_repr
 from .transport.proto import DEFAULT_MAX_MESSAGE_BYTES, aiter_frames, encode_frame, iter_frames
 from .wire import parse_event, to_wire
 
@@ -99,7 +99,26 @@ def _plan(descriptor: Any) -> _Plan:  # a Descriptor (pure-Python or upb)
     return plan
 
 
-def _set_value(target: struct_pb2.Value, value: Any) -> None:
+MAX_MESSAGE_DEPTH: Final = 100
+"""
+How deeply the ``protobuf`` runtime nests messages when it parses (upb's default, not
+configurable from Python).  JSON rides as nested ``Value``/``Struct`` messages, three per
+object level and two per array level, so this bounds a JSON value at roughly 30 levels of
+objects: the encoder refuses deeper values with an :class:`EncodeError` instead of writing
+bytes no Python reader could parse.
+"""
+
+
+def _too_deep(depth: int) -> None:
+    if depth > MAX_MESSAGE_DEPTH:
+        raise EncodeError(
+            f"a JSON value nests deeper than the protobuf runtime reads "
+            f"({MAX_MESSAGE_DEPTH} messages, about 30 levels of objects)"
+        )
+
+
+def _set_value(target: struct_pb2.Value, value: Any, depth: int) -> None:
+    _too_deep(depth)
     if value is None:
         target.null_value = struct_pb2.NULL_VALUE
     elif isinstance(value, bool):
@@ -109,26 +128,27 @@ def _set_value(target: struct_pb2.Value, value: Any) -> None:
     elif isinstance(value, str):
         target.string_value = value
     elif isinstance(value, dict):
-        _set_struct(target.struct_value, value)
+        _set_struct(target.struct_value, value, depth + 1)
     elif isinstance(value, list):
         items = target.list_value
         items.SetInParent()
         for item in value:
-            _set_value(items.values.add(), item)
+            _set_value(items.values.add(), item, depth + 2)
     else:
         raise TypeError(f"a JSON value cannot be a {type(value).__name__}")
 
 
-def _set_struct(target: struct_pb2.Struct, value: Mapping[str, Any]) -> None:
+def _set_struct(target: struct_pb2.Struct, value: Mapping[str, Any], depth: int) -> None:
+    _too_deep(depth)
     if not isinstance(value, Mapping):
         raise TypeError(f"expected an object, got {type(value).__name__}")
     target.SetInParent()
     fields = target.fields
     for key, item in value.items():
-        _set_value(fields[key], item)
+        _set_value(fields[key], item, depth + 2)
 
 
-def _fill(message: _Message, data: Mapping[str, Any]) -> None:
+def _fill(message: _Message, data: Mapping[str, Any], depth: int = 1) -> None:
     """Set every member of ``data`` the message has a field for; ignore the rest."""
     plan = _plan(message.DESCRIPTOR)
     message.SetInParent()
@@ -142,13 +162,13 @@ def _fill(message: _Message, data: Mapping[str, Any]) -> None:
             if field.is_repeated:
                 container = getattr(message, name)
                 for item in value:
-                    _fill(container.add(), item)
+                    _fill(container.add(), item, depth + 1)
             elif full == _VALUE:
-                _set_value(getattr(message, name), value)
+                _set_value(getattr(message, name), value, depth + 1)
             elif full == _STRUCT:
-                _set_struct(getattr(message, name), value)
+                _set_struct(getattr(message, name), value, depth + 1)
             else:
-                _fill(getattr(message, name), value)
+                _fill(getattr(message, name), value, depth + 1)
         elif field.is_repeated:
             getattr(message, name).extend(value)
         elif field.type == FieldDescriptor.TYPE_ENUM:
@@ -251,13 +271,13 @@ def _envelope(wire: Mapping[str, Any]) -> dict[str, Any]:
     kind = wire.get("type")
     arm = _ARM_OF_TYPE.get(kind) if isinstance(kind, str) else None
     if arm is None:
-        if kind in _REPLACEMENT:
+        if isinstance(kind, str) and kind in _REPLACEMENT:
             raise EncodeError(
                 f"{kind} has no protobuf encoding; send {_REPLACEMENT[kind]} instead",
                 rule=DECODE_RULES["thinking"],
                 event_type=str(kind),
             )
-        raise EncodeError(f"{kind!r} is not an event type the protobuf encoding has")
+        raise EncodeError(f"{short_repr(kind)} is not an event type the protobuf encoding has")
     base: dict[str, Any] = {"type": kind}
     for member in ("timestamp", "rawEvent"):
         if member in wire:
@@ -305,12 +325,14 @@ def to_proto(event: Event | Mapping[str, Any]) -> pb.Event:
             hold.
     """
     wire = event if isinstance(event, Mapping) else to_wire(event)
-    envelope = _envelope(wire)
     message = pb.Event()
     try:
-        _fill(message, envelope)
-    except (ValueError, TypeError, KeyError, AttributeError) as error:
-        raise EncodeError(f"{wire.get('type')}: {error}") from None
+        _fill(message, _envelope(wire))
+    except EncodeError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as error:
+        detail = "nested too deeply" if isinstance(error, RecursionError) else str(error)
+        raise EncodeError(f"{short_repr(wire.get('type'))}: {detail}") from None
     return message
 
 

@@ -54,7 +54,7 @@ class FrameDecoder:
         max_message_bytes: Largest payload accepted (:class:`~aguikit.errors.LimitExceededError`).
     """
 
-    __slots__ = ("_buffer", "_frame", "_max", "_offset", "source")
+    __slots__ = ("_buffer", "_failed", "_frame", "_max", "_offset", "source")
 
     def __init__(
         self, *, source: str | None = None, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
@@ -64,14 +64,21 @@ class FrameDecoder:
         self._buffer = bytearray()
         self._offset = 0  # stream offset of the first byte in the buffer
         self._frame = 0  # frames completed
+        self._failed: DecodeError | None = None
 
     def feed(self, chunk: bytes) -> list[tuple[bytes, int, int]]:
         """
         Consume the next piece of input; return the frames it completed.
 
+        Like the SSE and JSONL decoders, a chunk holding whole frames followed by an
+        oversized one returns the whole frames and raises on the next call, so where the
+        bytes were cut never changes what is delivered.
+
         Raises:
             LimitExceededError: A prefix announces more than ``max_message_bytes``.
         """
+        if self._failed is not None:
+            raise self._failed
         self._buffer += chunk
         out: list[tuple[bytes, int, int]] = []
         buffer = self._buffer
@@ -81,7 +88,7 @@ class FrameDecoder:
             if size > self._max:
                 del buffer[:at]
                 self._offset += at
-                raise LimitExceededError(
+                self._failed = LimitExceededError(
                     "max_message_bytes",
                     self._max,
                     f"frame {self._frame + 1} announces {size} bytes",
@@ -89,6 +96,9 @@ class FrameDecoder:
                     frame=self._frame + 1,
                     byte_offset=self._offset,
                 )
+                if out:
+                    return out
+                raise self._failed
             end = at + _PREFIX + size
             if len(buffer) < end:
                 break
@@ -104,8 +114,11 @@ class FrameDecoder:
         End of input: nothing may be left over.
 
         Raises:
-            DecodeError: The stream ended inside a frame (``AGUI-D004``).
+            DecodeError: The stream ended inside a frame (``AGUI-D004``), or an earlier
+                error is pending.
         """
+        if self._failed is not None:
+            raise self._failed
         if not self._buffer:
             return
         have = len(self._buffer)
