@@ -74,3 +74,25 @@ def test_two_fields_may_not_share_a_number() -> None:
 def test_the_deprecated_thinking_events_have_no_slot() -> None:
     """THINKING_* are refused by the binary encoding rather than given unofficial numbers."""
     assert [] == [key for key in _needed() if "thinking" in key.lower()]
+
+
+def test_codegen_check_fails_naming_a_field_the_ledger_does_not_number(tmp_path: Path) -> None:
+    """``generate.py --check`` (what ``nox -s codegen_check`` runs) stops on the ledger, by name."""
+    import shutil
+    import subprocess
+
+    schema = tmp_path / "schema"
+    shutil.copytree(REPO / "schema", schema)
+    ledger = schema / proto.LEDGER_FILE
+    ledger.write_text(LEDGER_TEXT.replace("SubagentErrorEvent.code = 4\n", ""), encoding="utf-8")
+
+    done = subprocess.run(
+        [sys.executable, str(REPO / "codegen" / "generate.py"), "--check", "--schema", str(schema)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    assert 0 != done.returncode
+    assert "SubagentErrorEvent.code has no number" in done.stderr
