@@ -61,7 +61,7 @@ from .catalogue import RULES_BY_ID, WarningSink, discard_warning, render_message
 from .errors import SchemaIssue
 from .jsonio import escape_pointer
 from .validate import iter_schema_errors
-from .wire import parse_event, parse_valid_event
+from .wire import event_parsers, parse_event
 
 __all__ = ["Receiver", "WarningSink", "compare_protocol_versions", "strip_unknown"]
 
@@ -290,6 +290,7 @@ class Receiver:
         "_collect",
         "_message_id",
         "_minted",
+        "_parsers",
         "_span_id",
         "_validate",
         "last_issues",
@@ -306,6 +307,7 @@ class Receiver:
         collect_issues: bool = False,
     ) -> None:
         self._validate = validate
+        self._parsers = event_parsers(strict=True) if validate else {}
         self._collect = collect_issues
         self.protocol_version = protocol_version
         self.on_warning: WarningSink = on_warning or discard_warning
@@ -329,7 +331,15 @@ class Receiver:
         """
         if self.last_issues:
             self.last_issues = []
-        if type(item) is dict or isinstance(item, Mapping):
+        if type(item) is dict:
+            # The common case, a decoded valid event: one lookup, one validator call.
+            kind = item.get("type")
+            parser = self._parsers.get(kind) if type(kind) is str else None
+            parsed = parser(item) if parser is not None else None
+            event = parsed if parsed is not None else self._from_wire(item)
+            if event is None:
+                return None
+        elif isinstance(item, Mapping):
             event = self._from_wire(item)
             if event is None:
                 return None
@@ -371,7 +381,8 @@ class Receiver:
                     self._warn_stripped(f"/{escape_pointer(key)}", kind)
                 event = evolve_quietly(event, extra_members=None)
             return event
-        valid = parse_valid_event(data, strict=True)
+        parser = self._parsers.get(kind)
+        valid = parser(data) if parser is not None else None
         if valid is not None:
             return valid
         self._strict_issues(data)

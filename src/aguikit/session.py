@@ -290,11 +290,12 @@ class Session:
         index = self._index
         self._index = index + 1
         self._current = index
-        self._last = []
-        self._fresh = []
+        if self._fresh:
+            self._fresh = []
         try:
             received = self._receiver.receive(event)
             if received is None:
+                self._last = []
                 return []
             expanded = self._normalizer.normalize(received)
             verifier = self._verifier
@@ -302,12 +303,14 @@ class Session:
                 for item in expanded:
                     verifier.verify(item)
         except AguiError as error:
+            self._last = []
             error.event_index = index
             self._error = error
             raise
         except (TypeError, AttributeError, ValueError, RecursionError) as exc:
             # A typed event holding a value no wire document could (a float protocol
             # version, a list id) is trusted by the boundary; report it, do not crash.
+            self._last = []
             malformed = malformed_event(event, exc)
             malformed.event_index = index
             self._error = malformed
