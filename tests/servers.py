@@ -16,7 +16,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -68,17 +68,6 @@ class RecordingServer:
     def add(self, path: str, route: Route) -> str:
         self.routes[path] = route
         return self.url(path)
-
-
-def split_every(data: bytes, sizes: Sequence[int]) -> list[bytes]:
-    """Cut ``data`` into pieces of the given sizes, cycling through them (odd boundaries)."""
-    pieces, at, i = [], 0, 0
-    while at < len(data):
-        step = max(1, sizes[i % len(sizes)])
-        pieces.append(data[at : at + step])
-        at += step
-        i += 1
-    return pieces
 
 
 def _handler(server: RecordingServer) -> type[BaseHTTPRequestHandler]:

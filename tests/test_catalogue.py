@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-import attrs
 import pytest
+from tests.support import typed
 
 from aguikit import catalogue
-from aguikit._generated.registry import EVENT_CLASSES
 from aguikit.apply import Applier
 from aguikit.catalogue import RULES, RULES_BY_ID, Rule, Severity, Stage, find_rule, suggest_rule
 from aguikit.chunks import normalize_all
@@ -39,23 +35,12 @@ from aguikit.session import Session
 from aguikit.transport.jsonl import iter_jsonl
 from aguikit.transport.sse import iter_events
 from aguikit.validate import validate_event
-from aguikit.wire import parse_event
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "aguikit"
 
 OTHER_STAGES = [rule for rule in RULES if rule.stage not in (Stage.VERIFIER, Stage.TRANSPORT)]
 """Rows run here; the transport rows need a live endpoint (their errors: below and
 tests/test_http.py)."""
-
-
-def _typed(document: Mapping[str, Any], in_process: bool) -> Any:
-    if not in_process:
-        return parse_event(document, check=False)
-    cls = EVENT_CLASSES[document["type"]]
-    names = {str(f.metadata.get("wire", f.name)): f.name for f in attrs.fields(cls)}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return cls(**{names[key]: value for key, value in document.items()})
 
 
 def _triggered(rule: Rule) -> set[str]:
@@ -85,7 +70,7 @@ def _triggered(rule: Rule) -> set[str]:
                 note(error)
     elif rule.stage is Stage.NORMALIZER:
         try:
-            normalize_all(_typed(d, rule.in_process) for d in rule.example)
+            normalize_all(typed(d, in_process=rule.in_process) for d in rule.example)
         except AguiError as error:
             note(error)
     elif rule.stage is Stage.APPLIER:
@@ -93,7 +78,7 @@ def _triggered(rule: Rule) -> set[str]:
         applier = Applier(on_warning=lambda symbol, message: symbols.append(symbol))
         for document in rule.example:
             try:
-                applier.apply(_typed(document, rule.in_process))
+                applier.apply(typed(document, in_process=rule.in_process))
             except AguiError as error:
                 note(error)
         seen |= {catalogue.RULES_BY_SYMBOL[symbol].id for symbol in symbols}

@@ -33,7 +33,7 @@ from aguikit._generated.registry import (
     TAGS,
     UNIONS,
 )
-from aguikit.validate import _discriminators, load_schema
+from aguikit.validate import load_schema
 
 REPO = Path(__file__).resolve().parent.parent
 GENERATE = REPO / "codegen" / "generate.py"
@@ -253,13 +253,40 @@ def _tiny_schema(
     return directory
 
 
-def test_the_generated_unions_equal_what_the_validator_discovers_at_run_time() -> None:
-    """``UNIONS`` is what ``validate._discriminators`` computes, in the same order."""
-    discovered = _discriminators()
+def _unions_in(defs: dict[str, Any]) -> dict[str, tuple[str, dict[str, str]]]:
+    """
+    Every discriminated union of the schema, worked out here rather than by the generator:
+    a ``oneOf`` of ``$ref``s whose members all pin one same property to a string ``const``,
+    as that property and a map from each member's value to its name, in schema order.
+    """
+    unions: dict[str, tuple[str, dict[str, str]]] = {}
+    for name, definition in defs.items():
+        refs = [member.get("$ref", "") for member in definition.get("oneOf", [])]
+        if not refs or not all(ref.startswith("#/$defs/") for ref in refs):
+            continue
+        members = [ref.removeprefix("#/$defs/") for ref in refs]
+        pins = [
+            {
+                prop: spec["const"]
+                for prop, spec in defs[member].get("properties", {}).items()
+                if isinstance(spec.get("const"), str)
+            }
+            for member in members
+        ]
+        shared = set.intersection(*(set(pin) for pin in pins))
+        if len(shared) == 1:
+            (prop,) = shared
+            unions[name] = (prop, {pin[prop]: m for pin, m in zip(pins, members, strict=True)})
+    return unions
+
+
+def test_the_generated_unions_are_the_discriminated_unions_of_the_bundled_schema() -> None:
+    """``UNIONS`` is every ``oneOf`` whose members pin one property, in schema order."""
+    from_schema = _unions_in(load_schema()["$defs"])
 
     assert 7 == len(UNIONS)
     assert [(name, prop, list(table.items())) for name, (prop, table) in UNIONS.items()] == [
-        (name, prop, list(table.items())) for name, (prop, table) in discovered.items()
+        (name, prop, list(table.items())) for name, (prop, table) in from_schema.items()
     ]
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pytest
+from tests.support import run_finished, run_started, text_message
 
 from aguikit.apply import ChangeKind, What
 from aguikit.errors import (
@@ -17,22 +17,14 @@ from aguikit.errors import (
 from aguikit.models import RunStartedEvent, TextMessageChunkEvent
 from aguikit.session import Session, SessionWarning
 
-START: dict[str, Any] = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
-FINISH: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
-
-
-def text(message_id: str, *deltas: str) -> list[dict[str, Any]]:
-    return [
-        {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
-        *({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": d} for d in deltas),
-        {"type": "TEXT_MESSAGE_END", "messageId": message_id},
-    ]
+START = run_started(thread_id="t", run_id="r")
+FINISH = run_finished(thread_id="t", run_id="r")
 
 
 def test_a_clean_stream_of_dicts_builds_messages_and_warns_nothing() -> None:
     """Raw wire dicts in, materialised messages out, silence."""
     session = Session()
-    session.feed_all([START, *text("m1", "Hello, ", "world"), FINISH])
+    session.feed_all([START, *text_message("m1", "Hello, ", "world"), FINISH])
     session.finish()
 
     assert "Hello, world" == session.messages[0].content
@@ -97,7 +89,7 @@ def test_warnings_are_records_with_the_input_index_and_go_to_the_aguikit_logger(
 def test_a_malformed_known_field_is_fatal_with_its_index_and_changes_nothing() -> None:
     """The error is typed, names the input, and the conversation is as it was."""
     session = Session()
-    session.feed_all([START, *text("m1", "kept")[:2]])
+    session.feed_all([START, *text_message("m1", "kept")[:2]])
 
     with pytest.raises(SchemaValidationError) as caught:
         session.feed({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": 42})
@@ -123,7 +115,7 @@ def test_a_protocol_violation_inside_an_expanded_chunk_applies_none_of_it() -> N
 def test_after_a_fatal_error_the_session_stays_readable_and_refuses_more_input() -> None:
     """The error is kept and raised again; reading still works."""
     session = Session()
-    session.feed_all([START, *text("m1", "x")])
+    session.feed_all([START, *text_message("m1", "x")])
     with pytest.raises(ProtocolError) as caught:
         session.feed({"type": "TEXT_MESSAGE_CONTENT", "messageId": "nope", "delta": "y"})
 

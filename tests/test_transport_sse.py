@@ -11,6 +11,7 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.support import split_every
 
 from aguikit._generated import models as m
 from aguikit.encode import encode_sse, encode_sse_bytes
@@ -316,7 +317,7 @@ def test_encoder_output_decodes_back_to_the_event(delta: str, value: Any, cut: i
         m.CustomEvent(name="n", value=value),
     ]
     stream = b"".join(encode_sse_bytes(e) for e in events)
-    pieces = [stream[i : i + cut] for i in range(0, len(stream), cut)]
+    pieces = split_every(stream, [cut])
 
     assert [to_wire(e) for e in events] == list(iter_events(pieces))
 
@@ -441,7 +442,7 @@ def test_encoded_json_is_what_json_dumps_compact_gives() -> None:
 )
 def test_arbitrary_bytes_raise_only_decode_errors(data: bytes, cut: int) -> None:
     """Whatever the bytes, the decoder yields objects or raises DecodeError, nothing else."""
-    pieces = [data[i : i + cut] for i in range(0, len(data), cut)]
+    pieces = split_every(data, [cut])
     try:
         for event in iter_events(pieces, max_depth=8):
             assert isinstance(event, dict)
