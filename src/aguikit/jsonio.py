@@ -55,6 +55,11 @@ def _reject_constant(name: str) -> Any:
 _DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
 """One decoder for every call: ``json.loads`` with an option builds a new one each time."""
 
+_OPENERS: Final = frozenset('{["-0123456789tfn')
+"""First characters of a JSON value: anything else (leading blanks) takes the full decode."""
+_BLANK: Final = " \t\n\r"
+"""JSON's whitespace (RFC 8259): all that may follow a document."""
+
 _ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 """Built once: ``json.dumps`` with any non-default option builds a new encoder per call."""
 
@@ -86,6 +91,11 @@ def _kind(value: object) -> str:
     if value is None:
         return "null"
     return "a number"
+
+
+def _where(source: str | None, line: int | None, frame: int | None) -> dict[str, Any]:
+    """An error's location keywords, built only when there is an error to locate."""
+    return {"source": source, "line": line, "frame": frame}
 
 
 def _offset(text: str, position: int) -> int:
@@ -121,8 +131,9 @@ def loads(
         DecodeError: Not UTF-8 (``AGUI-D001``), not JSON or a non-standard constant such
             as ``NaN`` (``AGUI-D002``).
     """
-    where: dict[str, Any] = {"source": source, "line": line, "frame": frame}
-    if isinstance(data, bytes | bytearray):
+    if isinstance(data, str):
+        text = data
+    else:
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -131,9 +142,9 @@ def loads(
             else:
                 message = f"invalid UTF-8 ({exc.reason}) at byte {byte_offset + exc.start}"
                 at = byte_offset
-            raise DecodeError(message, rule=DECODE_RULES["utf8"], byte_offset=at, **where) from None
-    else:
-        text = data
+            raise DecodeError(
+                message, rule=DECODE_RULES["utf8"], byte_offset=at, **_where(source, line, frame)
+            ) from None
     # Cheap pre-check: a document cannot nest deeper than it has opening brackets.
     if text.count("[") + text.count("{") > max_depth:
         depth = nesting_depth(text)
@@ -144,17 +155,23 @@ def loads(
                 f"JSON nesting depth {depth} is too deep",
                 rule=LIMIT_RULES["max_depth"],
                 byte_offset=byte_offset if byte_offset is not None else 0,
-                **where,
+                **_where(source, line, frame),
             )
     try:
-        return _DECODER.decode(text)
+        if text[:1] in _OPENERS:
+            # The common case, a document that starts at once: the C scanner directly,
+            # without ``decode``'s two whitespace regexes; what follows it must be blank.
+            value, end = _DECODER.raw_decode(text)
+            if end == len(text) or not text[end:].strip(_BLANK):
+                return value
+        return _DECODER.decode(text)  # the exact error, with its position
     except json.JSONDecodeError as exc:
         at = byte_offset if byte_offset is not None else _offset(exc.doc, exc.pos)
         raise DecodeError(
             f"not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})",
             rule=DECODE_RULES["json"],
             byte_offset=at,
-            **where,
+            **_where(source, line, frame),
         ) from None
     except RecursionError:  # pragma: no cover - the depth guard runs first
         raise LimitExceededError(
@@ -163,14 +180,14 @@ def loads(
             "JSON nesting is too deep to parse",
             rule=LIMIT_RULES["max_depth"],
             byte_offset=byte_offset if byte_offset is not None else 0,
-            **where,
+            **_where(source, line, frame),
         ) from None
     except ValueError as exc:  # NaN/Infinity, integers beyond the digit limit
         raise DecodeError(
             f"not valid JSON: {exc}",
             rule=DECODE_RULES["json"],
             byte_offset=byte_offset if byte_offset is not None else 0,
-            **where,
+            **_where(source, line, frame),
         ) from None
 
 

@@ -269,6 +269,14 @@ _THINKING: Final[Mapping[type, str]] = {
 _EVENT_CLASSES: Final = tuple(EVENT_CLASSES.values())
 
 
+class _NoParsers(dict[str, None]):
+    def __missing__(self, event_type: str) -> None:
+        return None
+
+
+_NO_PARSERS: Final = _NoParsers()
+
+
 class Receiver:
     """
     Applies the receiver's processing rules to one stream, an event at a time.
@@ -307,7 +315,8 @@ class Receiver:
         collect_issues: bool = False,
     ) -> None:
         self._validate = validate
-        self._parsers = event_parsers(strict=True) if validate else {}
+        # Without validation there is no fast path: every dict takes the trusting parse.
+        self._parsers = event_parsers(strict=True) if validate else _NO_PARSERS
         self._collect = collect_issues
         self.protocol_version = protocol_version
         self.on_warning: WarningSink = on_warning or discard_warning
@@ -334,7 +343,7 @@ class Receiver:
         if type(item) is dict:
             # The common case, a decoded valid event: one lookup, one validator call.
             kind = item.get("type")
-            parser = self._parsers.get(kind) if type(kind) is str else None
+            parser = self._parsers[kind] if type(kind) is str else None
             parsed = parser(item) if parser is not None else None
             event = parsed if parsed is not None else self._from_wire(item)
             if event is None:
@@ -381,7 +390,7 @@ class Receiver:
                     self._warn_stripped(f"/{escape_pointer(key)}", kind)
                 event = evolve_quietly(event, extra_members=None)
             return event
-        parser = self._parsers.get(kind)
+        parser = self._parsers[kind]
         valid = parser(data) if parser is not None else None
         if valid is not None:
             return valid

@@ -167,7 +167,7 @@ class JSONLDecoder:
             if raw.startswith(_BOM):
                 raw = raw[len(_BOM) :]
                 offset += len(_BOM)
-        if not raw.strip():
+        if not raw or raw.isspace():
             return
         out.append(
             loads_object(
