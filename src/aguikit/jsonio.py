@@ -2,7 +2,7 @@
 JSON in and out, once: the one reader, the one writer and the one depth guard of aguikit.
 
 Every byte aguikit reads ends up here (an SSE frame's data, a JSONL line, a document given
-to :func:`aguikit.wire.loads_event`), and every event it writes leaves through here (the
+to :func:`aguikit.encode.loads_event`), and every event it writes leaves through here (the
 SSE and JSONL encoders, ``dumps_event``).  Keeping one of each is what makes the answers
 agree: a CUSTOM event whose text holds 300 ``[`` is the same event whichever door it comes
 through, and ``NaN`` is refused with the same words everywhere.
