@@ -40,6 +40,7 @@ FLOORS: Final[dict[str, int]] = {
     # the consuming pipeline, one stage per floor
     "aguikit.validate": 6,
     "aguikit.wire": 7,
+    "aguikit.interop": 7,
     "aguikit.receiver": 8,
     "aguikit.chunks": 9,
     "aguikit.rules": 10,
