@@ -11,6 +11,7 @@ reports that is not a row, fails here.
 from __future__ import annotations
 
 import ast
+import asyncio
 import re
 import warnings
 from collections.abc import Mapping
@@ -35,6 +36,7 @@ from aguikit.errors import (
     TransportError,
     UnknownEventTypeError,
 )
+from aguikit.server import RunWriter
 from aguikit.session import Session
 from aguikit.transport.jsonl import iter_jsonl
 from aguikit.transport.sse import iter_events
@@ -56,6 +58,22 @@ def _typed(document: Mapping[str, Any], in_process: bool) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         return cls(**{names[key]: value for key, value in document.items()})
+
+
+def _repaired(example: tuple[Mapping[str, Any], ...]) -> set[str]:
+    """The ids a repair-mode ``RunWriter`` reports emitting the example's in-run events
+    (it writes the example's first ``RUN_STARTED`` and last ``RUN_FINISHED`` itself)."""
+    started = example[0]
+    run_input = {"threadId": started["threadId"], "runId": started["runId"], "messages": []}
+
+    async def produce() -> list[str]:
+        run = RunWriter(run_input, mode="repair")
+        async with run:
+            for document in example[1:-1]:
+                await run.emit(document)
+        return [warning.rule for warning in run.warnings]
+
+    return set(asyncio.run(produce()))
 
 
 def _triggered(rule: Rule) -> set[str]:
@@ -97,6 +115,8 @@ def _triggered(rule: Rule) -> set[str]:
             except AguiError as error:
                 note(error)
         seen |= {catalogue.RULES_BY_SYMBOL[symbol].id for symbol in symbols}
+    elif rule.stage is Stage.PRODUCER:
+        seen |= _repaired(rule.example)
     elif rule.stage is Stage.RECEIVER:
         session = Session()
         try:

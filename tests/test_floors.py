@@ -56,6 +56,9 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.encode": 16,
     # the top: the HTTP client, the reference renderer, the command line
     "aguikit.client": 17,
+    "aguikit.server": 17,
+    "aguikit.server.writer": 17,
+    "aguikit.server.http": 17,
     "aguikit.reference": 18,
     "aguikit.cli": 19,
     "aguikit.__main__": 20,
