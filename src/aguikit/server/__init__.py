@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .writer import (
     Activity,
+    EventWriter,
     Mode,
     ReasoningBlock,
     ReasoningMessage,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Activity",
+    "EventWriter",
     "Handler",
     "Mode",
     "ReasoningBlock",

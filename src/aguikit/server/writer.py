@@ -64,6 +64,7 @@ from ..wire import parse_event, parse_run_agent_input, to_wire
 
 __all__ = [
     "Activity",
+    "EventWriter",
     "Mode",
     "ReasoningBlock",
     "ReasoningMessage",
@@ -326,7 +327,7 @@ class _Streamed:
     _APPEND: ClassVar[tuple[str, str]]
     """The appending event's type and the member naming the entity."""
 
-    def __init__(self, writer: _Emitter, entity_id: str) -> None:
+    def __init__(self, writer: EventWriter, entity_id: str) -> None:
         self._writer = writer
         self.id = entity_id
         """The entity's id: a message's ``messageId``, a call's ``toolCallId``."""
@@ -351,7 +352,7 @@ class ToolCall(_Streamed):
 
     _APPEND = ("TOOL_CALL_ARGS", "toolCallId")
 
-    def __init__(self, writer: _Emitter, tool_call_id: str, name: str) -> None:
+    def __init__(self, writer: EventWriter, tool_call_id: str, name: str) -> None:
         super().__init__(writer, tool_call_id)
         self.name = name
         """The tool's name (``toolCallName``)."""
@@ -374,7 +375,7 @@ class ReasoningMessage(_Streamed):
 class ReasoningBlock:
     """An open reasoning span (``REASONING_START``): holds reasoning messages."""
 
-    def __init__(self, writer: _Emitter, message_id: str) -> None:
+    def __init__(self, writer: EventWriter, message_id: str) -> None:
         self._writer = writer
         self.id = message_id
 
@@ -400,7 +401,7 @@ class ReasoningBlock:
 class Activity:
     """An activity message: :meth:`update` sends the minimal ``ACTIVITY_DELTA``."""
 
-    def __init__(self, writer: _Emitter, message_id: str, activity_type: str, content: Any):
+    def __init__(self, writer: EventWriter, message_id: str, activity_type: str, content: Any):
         self._writer = writer
         self.id = message_id
         self.activity_type = activity_type
@@ -427,8 +428,12 @@ class Activity:
 # ---------------------------------------------------------------------------------------
 
 
-class _Emitter:
-    """What a run's writer and a subagent's writer share: emit and the typed helpers."""
+class EventWriter:
+    """
+    What a run's writer and a subagent's writer share: :meth:`emit` and the typed
+    helpers.  Annotate code that may write for either (a helper streaming a message from
+    the parent agent or from a subagent) with this class.
+    """
 
     _stream: _Stream
     _tag: str | None
@@ -720,7 +725,7 @@ class _Emitter:
         return list(self._stream.warnings)
 
 
-class SubagentWriter(_Emitter):
+class SubagentWriter(EventWriter):
     """The writer a subagent block yields: every event it emits carries its run id."""
 
     def __init__(self, stream: _Stream, subagent_run_id: str) -> None:
@@ -736,7 +741,7 @@ class SubagentWriter(_Emitter):
         return self._tag
 
 
-class RunWriter(_Emitter):
+class RunWriter(EventWriter):
     """
     Emit one run, checked as it is written.
 
