@@ -297,7 +297,8 @@ class _Stream:
             held = self.client_state
             if held is UNSET:
                 raise PatchError("state", "no STATE_SNAPSHOT was sent before this delta")
-            self.client_state = apply_patch(copy_json(held), event.delta)
+            # In place: the copy is this stream's own, and a failing patch leaves it as it was.
+            self.client_state = apply_patch(held, event.delta)
 
 
 _EVENT_CLASS_SET: Final = frozenset(EVENT_CLASSES.values())
