@@ -59,7 +59,9 @@ async def numbered(run_input: RunAgentInput, run: RunWriter) -> None:
             await message.write(f"{n} ")
 
 
-app = create_app(numbered, path="/agent")
+app = create_app(
+    numbered, path="/agent", queue_size=int(os.environ.get("AGUIKIT_BENCH_QUEUE", "64"))
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -203,38 +205,55 @@ def _status(pid: int, key: str) -> int:
     return 0
 
 
-async def _one_stream(client: Any, url: str, index: int, events: int) -> dict[str, Any]:
-    body = {
-        "threadId": f"t{index}",
-        "runId": f"r{index}",
-        "messages": [],
-        "forwardedProps": {"events": events},
-    }
+async def _one_stream(port: int, index: int, events: int) -> dict[str, Any]:
+    """One run over a raw HTTP/1.0 connection (the body is the bytes up to the close), so
+    the client costs next to nothing and the figures are the server's."""
+    body = json.dumps(
+        {
+            "threadId": f"t{index}",
+            "runId": f"r{index}",
+            "messages": [],
+            "forwardedProps": {"events": events},
+        }
+    ).encode()
+    request = (
+        b"POST /agent HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
     started_at = time.time()
     start = time.perf_counter()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(request)
     first: float | None = None
     buffer = b""
+    headers_done = False
     count = 0
     expected = 0
     in_order = True
     last: dict[str, Any] = {}
-    async with client.stream("POST", url, json=body) as response:
-        async for chunk in response.aiter_raw():
-            if first is None:
-                first = time.perf_counter() - start
-            buffer += chunk
-            *frames, buffer = buffer.split(b"\n\n")
-            for frame in frames:
-                if not frame.startswith(b"data: "):
-                    continue  # a keep-alive comment
-                count += 1
-                if frame.startswith(b'data: {"type":"TEXT_MESSAGE_CONTENT"'):
-                    # Cheaper than json.loads: the client must not be the bottleneck.
-                    delta = frame[frame.rindex(b'"delta":"') + 9 : -2]
-                    in_order = in_order and delta == b"%d " % expected
-                    expected += 1
-                else:
-                    last = json.loads(frame[6:])
+    while chunk := await reader.read(65536):
+        buffer += chunk
+        if not headers_done:
+            head, sep, rest = buffer.partition(b"\r\n\r\n")
+            if not sep:
+                continue
+            assert head.startswith(b"HTTP/1.1 200"), head[:40]
+            headers_done, buffer = True, rest
+        if first is None and buffer:
+            first = time.perf_counter() - start
+        *frames, buffer = buffer.split(b"\n\n")
+        for frame in frames:
+            if not frame.startswith(b"data: "):
+                continue  # a keep-alive comment
+            count += 1
+            if frame.startswith(b'data: {"type":"TEXT_MESSAGE_CONTENT"'):
+                # Cheaper than json.loads: the client must not be the bottleneck.
+                delta = frame[frame.rindex(b'"delta":"') + 9 : -2]
+                in_order = in_order and delta == b"%d " % expected
+                expected += 1
+            else:
+                last = json.loads(frame[6:])
+    writer.close()
     return {
         "started_at": started_at,
         "ended_at": time.time(),
@@ -245,18 +264,11 @@ async def _one_stream(client: Any, url: str, index: int, events: int) -> dict[st
     }
 
 
-def _client_process(args: tuple[str, list[int], int]) -> list[dict[str, Any]]:
-    import httpx
-
-    url, indexes, events = args
+def _client_process(args: tuple[int, list[int], int]) -> list[dict[str, Any]]:
+    port, indexes, events = args
 
     async def main() -> list[dict[str, Any]]:
-        limits = httpx.Limits(max_connections=len(indexes), max_keepalive_connections=0)
-        timeout = httpx.Timeout(300.0)
-        async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
-            return list(
-                await asyncio.gather(*(_one_stream(client, url, i, events) for i in indexes))
-            )
+        return list(await asyncio.gather(*(_one_stream(port, i, events) for i in indexes)))
 
     return asyncio.run(main())
 
@@ -294,12 +306,11 @@ def load(streams: int, events: int, clients: int) -> None:
                     raise RuntimeError("the server did not start") from None
                 time.sleep(0.1)
         idle = _status(server.pid, "VmRSS")
-        url = f"http://127.0.0.1:{port}/agent"
         shares = [list(range(i, streams, clients)) for i in range(clients)]
         with multiprocessing.get_context("spawn").Pool(clients) as pool:
             results = [
                 r
-                for part in pool.map(_client_process, [(url, s, events) for s in shares])
+                for part in pool.map(_client_process, [(port, s, events) for s in shares])
                 for r in part
             ]
         # From the first request sent to the last stream read (client start-up excluded).
@@ -313,7 +324,11 @@ def load(streams: int, events: int, clients: int) -> None:
     ordered = [r for r in complete if r["in_order"]]
     ttfe = sorted(r["ttfe"] for r in results)
     total = sum(r["count"] for r in results)
-    print(f"Load: {streams} concurrent streams x {events} events, one uvicorn worker, loopback")
+    queue = os.environ.get("AGUIKIT_BENCH_QUEUE", "64")
+    print(
+        f"Load: {streams} concurrent streams x {events} events, one uvicorn worker, loopback "
+        f"(queue_size={queue})"
+    )
     print(f"  complete streams            {len(complete)}/{streams} (in order: {len(ordered)})")
     print(f"  events received            {total} of {streams * events}")
     print(f"  wall time                  {elapsed:.2f} s")
@@ -340,6 +355,7 @@ def main() -> None:
         default=max(1, (os.cpu_count() or 2) - 1),
         help="client processes (default: one per CPU but the server's)",
     )
+    parser.add_argument("--queue-size", type=int, default=64, help="agui_endpoint queue_size")
     parser.add_argument("--overhead-events", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--overhead-only", action="store_true")
@@ -347,6 +363,7 @@ def main() -> None:
     overhead(options.overhead_events, options.repeats)
     if not options.overhead_only:
         print()
+        os.environ["AGUIKIT_BENCH_QUEUE"] = str(options.queue_size)
         load(options.streams, options.events, options.clients)
 
 

@@ -40,7 +40,7 @@ from .._generated.models import RunAgentInput
 from ..errors import DecodeError
 from ..jsonio import loads
 from ..transport import jsonl, sse
-from ..validate import iter_schema_errors
+from ..validate import is_valid, iter_schema_errors
 from ..wire import parse_run_agent_input
 from .writer import Mode, RunWriter
 
@@ -100,8 +100,9 @@ async def _read_input(request: Request) -> RunAgentInput | Response:
     except DecodeError as error:
         return _problem(400, "the request body is not JSON", detail=str(error))
     # Tolerant: a newer client may send members this server's schema does not declare.
-    issues = list(iter_schema_errors(data, "RunAgentInput", strict=False))
-    if issues:
+    # The fast verdict first; the explanation only for a body that fails it.
+    if not is_valid(data, "RunAgentInput", strict=False):
+        issues = list(iter_schema_errors(data, "RunAgentInput", strict=False))
         return _problem(
             422,
             "the request body is not a valid RunAgentInput",
@@ -166,6 +167,9 @@ class EventStreamResponse(Response):
                     snapshot_every=self.snapshot_every,
                 )
                 async with run:
+                    # Let the writer send RUN_STARTED before the handler fills the queue:
+                    # under many concurrent streams the first event then leaves at once.
+                    await asyncio.sleep(0)
                     await self.handler(self.run_input, run)
             finally:
                 if not self.disconnected:
