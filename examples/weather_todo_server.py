@@ -15,8 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from aguikit.models import RunAgentInput
-from aguikit.server import EventWriter, RunWriter, create_app
+from aguikit.server import EventWriter, RunAgentInput, RunWriter, create_app
 
 FORECASTS = {"paris": ("light rain", 14), "lyon": ("sunny", 22), "oslo": ("snow", -3)}
 

@@ -115,11 +115,12 @@ def test_without_the_sdk_the_error_names_the_extra() -> None:
     """ag-ui-protocol is optional: calling the converters without it says what to install."""
     code = (
         "import sys; sys.modules['ag_ui'] = None; sys.modules['ag_ui.core'] = None\n"
-        "from aguikit.interop import from_sdk\n"
-        "try:\n    from_sdk(object())\nexcept ImportError as e:\n    print(e)\n"
+        "from aguikit.interop import from_sdk, to_sdk\n"
+        "for convert in (from_sdk, to_sdk):\n"
+        "    try:\n        convert(object())\n    except ImportError as e:\n        print(e)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
 
-    assert "aguikit[sdk]" in out
+    assert 2 == out.count("aguikit[sdk]")

@@ -5,7 +5,8 @@ The producer side of AG-UI: emit a verified stream from any Starlette or FastAPI
 expansion and verifier a receiver uses (strict, repair or audit), with typed helpers that
 make the legal order the easy one; :func:`agui_endpoint` and :func:`create_app` serve a
 handler over HTTP (SSE or JSONL, keep-alive comments, backpressure, cancellation on
-disconnect).  The HTTP half needs Starlette (``aguikit[server]``) and is imported on
+disconnect).  ``RunAgentInput`` is re-exported so a handler's module needs no other
+import.  The HTTP half needs Starlette (``aguikit[server]``) and is imported on
 first use, so the writer works without it.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._generated.models import RunAgentInput
 from .writer import (
     Activity,
     EventWriter,
@@ -36,6 +38,7 @@ __all__ = [
     "Mode",
     "ReasoningBlock",
     "ReasoningMessage",
+    "RunAgentInput",
     "RunWriter",
     "Sink",
     "SubagentWriter",
