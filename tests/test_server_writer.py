@@ -338,6 +338,24 @@ def test_a_hand_emitted_snapshot_moves_the_base_of_the_next_delta() -> None:
     )
 
 
+def test_a_hand_written_delta_before_any_snapshot_applies_to_the_requests_state() -> None:
+    """The client holds the state it sent; set_state still starts with a snapshot."""
+
+    async def main() -> RunWriter:
+        run = RunWriter({**INPUT, "state": {"todos": ["a"]}})
+        async with run:
+            await run.emit(
+                {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/todos/-", "value": "b"}]}
+            )
+            assert {"todos": ["a", "b"]} == run.state
+            await run.set_state({"todos": ["a", "b", "c"]})
+        return run
+
+    run = asyncio.run(main())
+
+    assert ["STATE_DELTA", "STATE_SNAPSHOT"] == types(run)[1:-1]
+
+
 def test_a_delta_that_does_not_apply_to_the_client_state_is_refused() -> None:
     """A hand-written delta against a state the client never held is a PatchError."""
 

@@ -140,6 +140,7 @@ class _Stream:
         "pending",
         "sink",
         "snapshot_every",
+        "snapshot_sent",
         "state_updates",
         "verifier",
         "warnings",
@@ -153,6 +154,7 @@ class _Stream:
         thread_id: str,
         snapshot_every: int,
         max_open_entities: int,
+        initial_state: Any = UNSET,
     ) -> None:
         if mode not in ("strict", "repair", "audit"):
             raise ValueError(f"mode must be 'strict', 'repair' or 'audit', not {mode!r}")
@@ -164,7 +166,10 @@ class _Stream:
         self.warnings: list[SessionWarning] = []
         self.count = 0
         self.fatal: AguiError | None = None
-        self.client_state: Any = UNSET
+        self.client_state: Any = (
+            UNSET if initial_state is UNSET or initial_state is None else copy_json(initial_state)
+        )
+        self.snapshot_sent = False
         self.snapshot_every = snapshot_every
         self.state_updates = 0
         self.interrupts: list[Any] = []
@@ -274,6 +279,8 @@ class _Stream:
                 raise
             self.warn("patch-failed", str(error))
         except AguiError as error:
+            for closer in self.pending:  # repairs the verifier accepted before the refusal
+                await self._send(closer)
             error.event_index = self.count
             self.fatal = error
             raise
@@ -293,10 +300,13 @@ class _Stream:
         """Keep the state the client holds, so a delta is always against it."""
         if isinstance(event, StateSnapshotEvent):
             self.client_state = copy_json(event.snapshot)
+            self.snapshot_sent = True
         elif isinstance(event, StateDeltaEvent):
             held = self.client_state
             if held is UNSET:
-                raise PatchError("state", "no STATE_SNAPSHOT was sent before this delta")
+                raise PatchError(
+                    "state", "the request carried no state and no STATE_SNAPSHOT was sent"
+                )
             # In place: the copy is this stream's own, and a failing patch leaves it as it was.
             self.client_state = apply_patch(held, event.delta)
 
@@ -623,12 +633,15 @@ class EventWriter:
         ``snapshot_every``-th update), otherwise the minimal RFC 6902 ``STATE_DELTA`` from
         the state the client holds, which is always the last one this stream sent (a
         snapshot or delta emitted by hand moves it too).  No change sends nothing.
+
+        A ``STATE_DELTA`` emitted by hand before any snapshot is checked against the
+        request's ``state``, which is what the client holds when the run starts.
         """
         stream = self._stream
         held = stream.client_state
         stream.state_updates += 1
         every = stream.snapshot_every
-        if held is UNSET or (every > 0 and stream.state_updates % every == 0):
+        if not stream.snapshot_sent or (every > 0 and stream.state_updates % every == 0):
             await self._emit_tagged({"type": "STATE_SNAPSHOT", "snapshot": copy_json(state)})
             return
         patch = jsonpatch.make_patch(held, state).patch
@@ -637,7 +650,8 @@ class EventWriter:
 
     @property
     def state(self) -> Any:
-        """The state the client holds, as far as this stream has told it (``None`` before)."""
+        """The state the client holds: the request's, then what this stream sent
+        (``None`` when neither gave one)."""
         held = self._stream.client_state
         return None if held is UNSET else copy_json(held)
 
@@ -793,6 +807,7 @@ class RunWriter(EventWriter):
             thread_id=run_input.thread_id,
             snapshot_every=snapshot_every,
             max_open_entities=max_open_entities,
+            initial_state=run_input.state,
         )
         self.result: Any = None
         """What ``RUN_FINISHED.result`` carries (any JSON value; ``None``: absent)."""
