@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aguikit import models as m
 from aguikit.errors import PatchError, ProtocolError, SchemaValidationError
@@ -502,3 +504,76 @@ def test_the_writer_accepts_the_input_in_every_spelling() -> None:
     wire: Mapping[str, Any] = {"threadId": "t", "runId": "r", "messages": []}
 
     assert "r" == typed.input.run_id == sdk.input.run_id == RunWriter(wire).input.run_id
+
+
+def test_a_subagent_of_a_subagent_names_its_parent() -> None:
+    """A nested invocation carries ``parentSubagentRunId``; its events carry its own id."""
+
+    async def body(run: RunWriter) -> None:
+        async with (
+            run.subagent("outer", subagent_run_id="s1") as outer,
+            outer.subagent("inner", subagent_run_id="s2") as inner,
+        ):
+            await inner.say("deep")
+
+    run = produce(body)
+
+    assert {
+        "type": "SUBAGENT_STARTED",
+        "subagentRunId": "s2",
+        "name": "inner",
+        "parentSubagentRunId": "s1",
+    } == run.events[2]
+    assert "s2" == run.events[3]["subagentRunId"]
+    consumed(run)
+
+
+ACTIONS = st.recursive(
+    st.sampled_from(["say", "tool", "frontend", "step", "reasoning", "state", "activity"]),
+    lambda inner: st.lists(inner, max_size=4).map(lambda body: ("subagent", body)),
+    max_leaves=12,
+)
+
+
+async def _act(writer: Any, action: Any, n: int) -> None:
+    if isinstance(action, tuple):
+        async with writer.subagent(f"agent-{n}") as child:
+            for i, nested in enumerate(action[1]):
+                await _act(child, nested, n * 10 + i)
+    elif action == "say":
+        await writer.say(f"text {n}")
+    elif action == "tool":
+        call = await writer.call_tool("lookup", {"n": n})
+        await writer.tool_result(call, {"found": n})
+    elif action == "frontend":
+        await writer.call_tool("confirm", {"n": n})
+    elif action == "step":
+        async with writer.step(f"step-{n}"):
+            await writer.say("inside")
+    elif action == "reasoning":
+        async with writer.reasoning() as block:
+            await block.think(f"thought {n}")
+    elif action == "state":
+        await writer.set_state({"n": n, "items": list(range(n % 5))})
+    else:
+        activity = await writer.activity("progress", {"n": 0})
+        await activity.update({"n": n})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(ACTIONS, max_size=8), st.sampled_from(["strict", "repair"]))
+def test_any_sequence_of_helper_calls_is_a_stream_a_receiver_accepts(
+    actions: list[Any], mode: str
+) -> None:
+    """The helpers make the legal order the easy one: nothing they compose is refused, and
+    nothing needs repairing."""
+
+    async def body(run: RunWriter) -> None:
+        for n, action in enumerate(actions):
+            await _act(run, action, n)
+
+    run = produce(body, mode=mode)
+
+    assert "RUN_FINISHED" == run.events[-1]["type"]
+    assert [] == run.warnings
+    assert [] == consumed(run).warnings
