@@ -139,3 +139,34 @@ def serve() -> Iterator[RecordingServer]:
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+@contextlib.contextmanager
+def serve_asgi(app: Any) -> Iterator[str]:
+    """
+    Run an ASGI app with a real uvicorn server on a free loopback port for the duration of
+    the block; yields the base URL (``http://127.0.0.1:PORT``).
+    """
+    import asyncio
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

@@ -11,8 +11,11 @@ reports that is not a row, fails here.
 from __future__ import annotations
 
 import ast
+import asyncio
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.support import typed
@@ -31,6 +34,7 @@ from aguikit.errors import (
     TransportError,
     UnknownEventTypeError,
 )
+from aguikit.server import RunWriter
 from aguikit.session import Session
 from aguikit.transport.jsonl import iter_jsonl
 from aguikit.transport.sse import iter_events
@@ -41,6 +45,22 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "aguikit"
 OTHER_STAGES = [rule for rule in RULES if rule.stage not in (Stage.VERIFIER, Stage.TRANSPORT)]
 """Rows run here; the transport rows need a live endpoint (their errors: below and
 tests/test_http.py)."""
+
+
+def _repaired(example: tuple[Mapping[str, Any], ...]) -> set[str]:
+    """The ids a repair-mode ``RunWriter`` reports emitting the example's in-run events
+    (it writes the example's first ``RUN_STARTED`` and last ``RUN_FINISHED`` itself)."""
+    started = example[0]
+    run_input = {"threadId": started["threadId"], "runId": started["runId"], "messages": []}
+
+    async def produce() -> list[str]:
+        run = RunWriter(run_input, mode="repair")
+        async with run:
+            for document in example[1:-1]:
+                await run.emit(document)
+        return [warning.rule for warning in run.warnings]
+
+    return set(asyncio.run(produce()))
 
 
 def _triggered(rule: Rule) -> set[str]:
@@ -82,6 +102,8 @@ def _triggered(rule: Rule) -> set[str]:
             except AguiError as error:
                 note(error)
         seen |= {catalogue.RULES_BY_SYMBOL[symbol].id for symbol in symbols}
+    elif rule.stage is Stage.PRODUCER:
+        seen |= _repaired(rule.example)
     elif rule.stage is Stage.RECEIVER:
         session = Session()
         try:

@@ -40,6 +40,7 @@ FLOORS: Final[dict[str, int]] = {
     # the consuming pipeline, one stage per floor
     "aguikit.validate": 6,
     "aguikit.wire": 7,
+    "aguikit.interop": 7,
     "aguikit.receiver": 8,
     "aguikit.chunks": 9,
     "aguikit.rules": 10,
@@ -55,6 +56,9 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.encode": 16,
     # the top: the HTTP client, the reference renderer, the command line
     "aguikit.client": 17,
+    "aguikit.server": 17,
+    "aguikit.server.writer": 17,
+    "aguikit.server.http": 17,
     "aguikit.reference": 18,
     "aguikit.cli": 19,
     "aguikit.__main__": 20,

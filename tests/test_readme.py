@@ -1,5 +1,6 @@
 """
-Every Python snippet in ``README.md`` runs as written.
+Every Python snippet in ``README.md`` runs as written, and the producer snippet is a whole
+FastAPI server that serves a correct stream.
 
 A newcomer copies the README first; a snippet that no longer runs teaches the wrong API.
 The blocks are executed in order in one namespace (later snippets use names the first one
@@ -18,10 +19,16 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
+from tests.servers import serve_asgi
+
+from aguikit.session import Session
+from aguikit.transport.sse import iter_events
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -86,3 +93,26 @@ def test_every_python_snippet_of_the_readme_runs_as_written(
 
     out = capsys.readouterr().out
     assert "RUN_FINISHED" in out  # the client snippet streamed a whole run
+
+
+def _server_snippet() -> str:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    (server,) = [block for block in blocks if "FastAPI()" in block]
+    return server
+
+
+def test_the_readme_fastapi_server_runs_as_written() -> None:
+    module = ModuleType("readme_server")
+    exec(compile(_server_snippet(), str(README), "exec"), module.__dict__)
+
+    with serve_asgi(module.app) as url:
+        response = httpx.post(url + "/agent", json={"threadId": "t", "runId": "r", "messages": []})
+    session = Session()
+    session.feed_all(iter_events([response.content]))
+    session.finish()
+
+    assert 200 == response.status_code
+    assert "Hello from aguikit." == session.messages[0].content
+    assert '{"time":"12:00"}' == session.messages[2].content
+    assert "Short and friendly." == session.messages[3].content
+    assert {"greeted": True} == session.state

@@ -14,7 +14,8 @@ D      decoder               bytes that are not a stream: bad UTF-8, not JSON, a
 L      decoder / any stage   a configured safety limit (:mod:`aguikit.limits`) was passed
 T      HTTP transport        the agent could not be reached or did not answer with a stream
 S      schema                an event does not match its definition
-W      receiver / applier    something a tolerant receiver accepted instead of failing
+W      receiver / applier    something a tolerant receiver accepted instead of failing,
+       / producer            or a producer's writer repaired
 C      chunk normalizer      a ``*_CHUNK`` event that cannot be expanded
 V      verifier (and engine) an ordering or attribution rule of the protocol
 P      applier               an RFC 6902 patch that does not apply
@@ -79,6 +80,7 @@ class Stage(enum.StrEnum):
     NORMALIZER = "normalizer"
     VERIFIER = "verifier"
     APPLIER = "applier"
+    PRODUCER = "producer"
 
 
 _SPEC: Final = "/spec/1.1/events"
@@ -816,6 +818,19 @@ RULES: Final[tuple[Rule, ...]] = (
         (_rs(), _cs(), _ce(), {**_cs(), "toolCallName": "search"}, _ce(), _rf()),
         severity=Severity.WARNING,
         stage=Stage.APPLIER,
+    ),
+    # -- what a producer's writer repaired ------------------------------------------------
+    Rule(
+        "AGUI-W021",
+        "producer-repaired",
+        "A RunWriter in repair mode closed an open entity before an event that requires it "
+        "closed, instead of failing the run",
+        "aguikit: repair mode of aguikit.server.RunWriter",
+        "Repaired: sent {closing} for '{entity_id}' before {event_type}, which {violated} "
+        "refuses while it is open.",
+        (_rs(), _ts(), _rf()),
+        severity=Severity.WARNING,
+        stage=Stage.PRODUCER,
     ),
     # -- patches --------------------------------------------------------------------------
     Rule(

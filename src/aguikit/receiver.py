@@ -59,6 +59,7 @@ from ._generated.models import (
 from ._generated.registry import EVENT_CLASSES, PROTOCOL_VERSION, TAGS
 from .catalogue import RULES_BY_ID, WarningSink, discard_warning, render_message
 from .errors import SchemaIssue
+from .interop import is_sdk_model, sdk_wire
 from .jsonio import escape_pointer
 from .validate import iter_schema_errors
 from .wire import event_parsers, parse_event
@@ -353,6 +354,8 @@ class Receiver:
             if event is None:
                 return None
         elif not isinstance(item, _EVENT_CLASSES):
+            if is_sdk_model(item):  # an ag_ui.core event: across the boundary as its JSON
+                return self.receive(sdk_wire(item))
             unknown: Any = item
             return parse_event(unknown)  # a list, a string, None: "expected an object"
         else:

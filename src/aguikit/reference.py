@@ -29,6 +29,7 @@ _STAGE_TITLES: Final = {
     Stage.APPLIER: "Applying events",
     Stage.DECODER: "Decoding bytes, and the safety limits",
     Stage.TRANSPORT: "HTTP",
+    Stage.PRODUCER: "Producing a stream (aguikit.server.RunWriter)",
 }
 
 _REPORTED_AS: Final = {
@@ -43,6 +44,8 @@ _REPORTED_AS: Final = {
     Stage.DECODER: "`aguikit.errors.DecodeError` / `LimitExceededError` (source, line or frame, "
     "byte offset)",
     Stage.TRANSPORT: "`aguikit.errors.TransportError` and its subclasses",
+    Stage.PRODUCER: "a `SessionWarning` in `RunWriter.warnings` whose `code` is the symbol, "
+    "and a record on the `aguikit.server` logger",
 }
 
 
