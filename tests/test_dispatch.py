@@ -1,0 +1,68 @@
+"""
+Every per-event dispatch table is complete, and an incomplete one fails naming the class.
+
+The normalizer (``chunks._HANDLERS``), the applier (``apply._APPLY``) and the verifier
+(``rules.TABLE``) each declare one entry per event class and are checked when imported, so
+an event the schema gains cannot silently become a no-op in one of them.  These tests hold
+the checks themselves to that promise: remove one entry and the error names the stage and
+the missing class (and, for the verifier, the event type).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aguikit import apply, chunks, rules
+from aguikit._dispatch import DispatchError, complete
+from aguikit._generated.registry import EVENT_CLASSES
+
+TABLES = {"the applier": apply._APPLY, "the chunk normalizer": chunks._HANDLERS}
+
+
+@pytest.mark.parametrize("owner", sorted(TABLES))
+def test_each_stage_declares_every_event_class(owner: str) -> None:
+    """Exactly the registry's classes: none missing, nothing else."""
+    assert set(EVENT_CLASSES.values()) == set(TABLES[owner])
+
+
+@pytest.mark.parametrize("owner", sorted(TABLES))
+@pytest.mark.parametrize("event_type", sorted(EVENT_CLASSES))
+def test_a_table_missing_one_class_fails_naming_the_stage_and_the_class(
+    owner: str, event_type: str
+) -> None:
+    """What a maintainer adding an event sees until the stage decides what to do with it."""
+    missing = EVENT_CLASSES[event_type]
+    table = {cls: handler for cls, handler in TABLES[owner].items() if cls is not missing}
+
+    with pytest.raises(DispatchError) as caught:
+        complete(owner, table)
+
+    assert f"{owner} has no entry for {missing.__name__}:" in str(caught.value)
+
+
+def test_an_entry_for_something_that_is_not_an_event_is_named() -> None:
+    """A stale entry (a class the schema no longer has) is refused too."""
+
+    class Retired:
+        pass
+
+    table: dict[type, Any] = {**apply._APPLY, Retired: None}
+
+    with pytest.raises(DispatchError, match="the applier has entries for non-events: Retired"):
+        complete("the applier", table)
+
+
+def test_the_verifier_table_missing_a_row_fails_naming_the_type_and_the_class(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rule table's import-time check, run on a table without ``TOOL_CALL_ARGS``."""
+    monkeypatch.setattr(
+        rules, "TABLE", tuple(r for r in rules.TABLE if r.event != "TOOL_CALL_ARGS")
+    )
+
+    with pytest.raises(rules.TableError) as caught:
+        rules._check_table()
+
+    assert "event types with no row: TOOL_CALL_ARGS (ToolCallArgsEvent)" in str(caught.value)
