@@ -114,7 +114,17 @@ KNOWN_DIFFERENCES: tuple[Difference, ...] = (
 
 
 def _prose_free(node: Any) -> Any:
-    ignored = {"description", "title", "$anchor", "$comment", "examples", "default"}
+    # x-open and x-since are aguikit's annotations for its lint and registry: not validation.
+    ignored = {
+        "description",
+        "title",
+        "$anchor",
+        "$comment",
+        "examples",
+        "default",
+        "x-open",
+        "x-since",
+    }
     if isinstance(node, dict):
         return {k: _prose_free(v) for k, v in node.items() if k not in ignored}
     if isinstance(node, list):
