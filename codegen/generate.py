@@ -131,6 +131,65 @@ def protocol_version(schema_id: str) -> str:
     return match[1]
 
 
+# --------------------------------------------------------------------------- event lists
+
+
+def _is_event(definition: Json) -> bool:
+    """Composes ``BaseEvent`` and pins its own ``type``: an event definition."""
+    bases = [part.get("$ref", "") for part in definition.get("allOf", [])]
+    pinned = definition.get("properties", {}).get("type", {})
+    return any(ref.endswith("#/$defs/BaseEvent") for ref in bases) and "const" in pinned
+
+
+def _insert_before_deprecated(items: list[Any], new: list[Any], deprecated: Any) -> None:
+    at = next((i for i, item in enumerate(items) if item in deprecated), len(items))
+    items[at:at] = new
+
+
+def sync_event_lists(files: dict[str, Json]) -> dict[str, list[str]]:
+    """
+    Add every event definition of the family files to ``EventType`` and to ``Event``.
+
+    Both lists are facts about the family files (an event is a definition composing
+    ``BaseEvent`` with a ``type`` const), so a maintainer adding an event edits its family
+    file only and codegen writes the two lists, placing new members before the deprecated
+    ones.  Changes ``files`` in place; returns what it added, by file name (empty: current).
+    Removing an event is left to the maintainer, and the lint names a stale entry.
+    """
+    root, base = files.get(ROOT_FILE), files.get("base.json")
+    if root is None or base is None or "Event" not in root.get("$defs", {}):
+        return {}
+    union: list[Json] = root["$defs"]["Event"]["oneOf"]
+    enum: list[str] = base["$defs"]["EventType"]["enum"]
+    listed = {option.get("$ref", "").rsplit("/", 1)[-1] for option in union}
+    old_refs: set[str] = set()
+    old_types: set[str] = set()
+    new_refs: list[Json] = []
+    new_types: list[str] = []
+    for file_name, doc in files.items():
+        for name, definition in doc.get("$defs", {}).items():
+            if not _is_event(definition):
+                continue
+            ref = f"#/$defs/{name}" if file_name == ROOT_FILE else f"{file_name}#/$defs/{name}"
+            event_type = definition["properties"]["type"]["const"]
+            if definition.get("deprecated"):
+                old_refs.add(ref)
+                old_types.add(event_type)
+            if name not in listed:
+                new_refs.append({"$ref": ref})
+            if event_type not in enum and event_type not in new_types:
+                new_types.append(event_type)
+    added: dict[str, list[str]] = {}
+    if new_refs:
+        deprecated = [option for option in union if option.get("$ref") in old_refs]
+        _insert_before_deprecated(union, new_refs, deprecated)
+        added[ROOT_FILE] = [r["$ref"].rsplit("/", 1)[-1] for r in new_refs]
+    if new_types:
+        _insert_before_deprecated(enum, new_types, old_types)
+        added["base.json"] = new_types
+    return added
+
+
 # --------------------------------------------------------------------------- pre-pass
 
 
@@ -760,6 +819,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schema", type=Path, default=SCHEMA_DIR)
     parser.add_argument("--out", type=Path, default=OUTPUT_DIR)
     args = parser.parse_args(argv)
+    family_files = load_family_files(args.schema)
+    added = sync_event_lists(family_files)
+    for file_name, names in added.items():
+        where = "the Event union" if file_name == ROOT_FILE else "EventType"
+        if args.check:
+            print(f"drift: schema/{file_name}: {where} lacks {', '.join(names)}")
+        else:
+            path = args.schema / file_name
+            text = json.dumps(family_files[file_name], indent=2, ensure_ascii=False) + "\n"
+            path.write_text(text, encoding="utf-8")
+            print(f"schema/{file_name}: added {', '.join(names)} to {where}")
+    if added and args.check:
+        print("run `nox -s codegen` and commit the result")
+        return 1
     files = generate_all(args.schema)
     if args.check:
         stale = []

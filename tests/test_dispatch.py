@@ -66,3 +66,30 @@ def test_the_verifier_table_missing_a_row_fails_naming_the_type_and_the_class(
         rules._check_table()
 
     assert "event types with no row: TOOL_CALL_ARGS (ToolCallArgsEvent)" in str(caught.value)
+
+
+def test_standing_aside_is_one_declaration_for_every_stage() -> None:
+    """A type listed in ``STAND_ASIDE`` gets the stage's pass-through entry, and only there."""
+    table = {cls: "own" for cls in EVENT_CLASSES.values() if cls.__name__ != "RawEvent"}
+    aside = {"RAW": frozenset({"normalizer"})}
+
+    full = complete("the normalizer", table, stage="normalizer", passes="pass", stand_aside=aside)
+
+    assert "pass" == full[EVENT_CLASSES["RAW"]]
+    with pytest.raises(DispatchError, match="the applier has no entry for RawEvent"):
+        complete("the applier", table, stage="applier", passes="pass", stand_aside=aside)
+
+
+def test_handling_and_standing_aside_at_once_is_refused() -> None:
+    """Two decisions for one event: the error names it."""
+    aside = {"RAW": frozenset({"applier"})}
+
+    with pytest.raises(DispatchError, match="both handles and stands aside for RawEvent"):
+        complete("the applier", apply._APPLY, stage="applier", passes="x", stand_aside=aside)
+
+
+def test_stand_aside_naming_an_unknown_type_is_refused() -> None:
+    aside = {"TOOL_CALL_PROGRESS": frozenset({"applier"})}
+
+    with pytest.raises(DispatchError, match="STAND_ASIDE names unknown event types"):
+        complete("the applier", apply._APPLY, stage="applier", passes="x", stand_aside=aside)

@@ -1029,6 +1029,8 @@ _APPLY: Final[dict[type, Callable[[Applier, Any], Changed]]] = complete(
         ThinkingTextMessageEndEvent: Applier._untranslated,
         ThinkingEndEvent: Applier._untranslated,
     },
+    stage="applier",
+    passes=Applier._nothing,
 )
 """Every event class, and what applying it does: handled, ignored on purpose (state the
 view does not keep), or refused because an earlier stage owns it."""
