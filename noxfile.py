@@ -2,7 +2,9 @@
 Every build task of aguikit, one session per concern (``nox -l`` lists them).
 
 CI runs the default sessions (``nox``); ``bench`` and ``fuzz`` are opt-in because they
-measure or search rather than check.
+measure or search rather than check.  Arguments after ``--`` reach every selected session,
+so only ``tests`` reads them (they are pytest's); ``lint``, ``typecheck`` and
+``codegen_check`` run with fixed arguments and ignore them.
 """
 
 from __future__ import annotations
@@ -66,7 +68,9 @@ def codegen(session: nox.Session) -> None:
 def codegen_check(session: nox.Session) -> None:
     """Fail, naming the files, when the checked-in generated code differs from schema/."""
     session.install("-e", ".", "datamodel-code-generator[ruff]==0.89.0")
-    session.run("python", str(CODEGEN), "--check", *session.posargs)
+    # No posargs: `nox -- -k foo` (and `./dev test -- -k foo`) are pytest's arguments, and
+    # every default session receives them; a check with fixed arguments must ignore them.
+    session.run("python", str(CODEGEN), "--check")
 
 
 @nox.session(default=False)

@@ -35,6 +35,7 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit._generated": 4,
     "aguikit._generated.models": 4,
     "aguikit._generated.registry": 4,
+    "aguikit._generated.exports": 4,
     "aguikit.models": 4,
     "aguikit._dispatch": 5,
     # the consuming pipeline, one stage per floor

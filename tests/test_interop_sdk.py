@@ -2,17 +2,21 @@
 Interoperability with the official Python SDK (``ag-ui-protocol`` 1.0.0, a test-only
 dependency): what it writes, aguikit reads back unchanged; what aguikit writes, it accepts.
 
-The 31 event types both define are covered (aguikit also models the five deprecated
-``THINKING_*`` events, which the SDK no longer has), plus messages of every role and the
-run request.  Documents come from the same strategies as the property tests, with one
-concession: the SDK's ``exclude_none`` dump drops a required member whose value is a
-legitimate ``null`` (``STATE_SNAPSHOT.snapshot``, a patch ``value``), so those are generated
-non-null here and the loss is pinned by its own test below.
+The shapes both sides share are read from the SDK itself, never from a list kept here: the
+event types are the SDK's ``EventType`` members (aguikit also models the deprecated
+``THINKING_*`` events, and may model events a later protocol version adds), and a member
+aguikit models that the SDK class of the same name has no field for (a 1.1 member such as
+``encryptedValueType``) is left out of the generated documents, since the SDK keeps such
+a member only as an untyped extra, written after its own fields.  Messages of every role
+and the run request are covered too.  Documents come from the same strategies as the
+property tests, with one concession: the SDK's ``exclude_none`` dump drops a required member
+whose value is a legitimate ``null`` (``STATE_SNAPSHOT.snapshot``, a patch ``value``), so
+those are generated non-null here and the loss is pinned by its own test below.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import pytest
@@ -30,7 +34,39 @@ pydantic = pytest.importorskip("pydantic")
 
 EVENT_ADAPTER = pydantic.TypeAdapter(ag_ui_core.Event)
 MESSAGE_ADAPTER = pydantic.TypeAdapter(ag_ui_core.Message)
-SHARED_TYPES = sorted(t for t in EVENT_CLASSES if t not in DEPRECATED_EVENT_TYPES)
+SDK_TYPES = frozenset(member.value for member in ag_ui_core.EventType)
+SHARED_TYPES = sorted(t for t in EVENT_CLASSES if t in SDK_TYPES)
+
+
+def _sdk_members(name: str) -> set[str] | None:
+    """The wire names the SDK model called ``name`` declares (``None``: it has no such model)."""
+    model = getattr(ag_ui_core, name, None)
+    fields = getattr(model, "model_fields", None)
+    if fields is None:
+        return None
+    return {field.alias or member for member, field in fields.items()}
+
+
+def _unknown_to_the_sdk() -> strategies.Omitted:
+    """Every ``(definition, member)`` aguikit models and the same-named SDK model lacks."""
+    out = set()
+    for name, cls in strategies.MODEL_CLASSES.items():
+        theirs = _sdk_members(name)
+        if theirs is not None:
+            out |= {
+                (name, wire)
+                for f in strategies.model_fields(cls)
+                if (wire := strategies.wire_name(f)) not in theirs
+            }
+    return frozenset(out)
+
+
+SDK_UNKNOWN: Final = _unknown_to_the_sdk()
+"""Derived from the SDK's models: what the documents of these tests leave out."""
+
+
+def _shared(cls: type) -> st.SearchStrategy[Any]:
+    return strategies.instances(cls, nullable_any=False, omit=SDK_UNKNOWN)
 
 
 def _dump(model: Any) -> dict[str, Any]:
@@ -38,13 +74,34 @@ def _dump(model: Any) -> dict[str, Any]:
     return dumped
 
 
-def test_the_sdk_and_aguikit_share_exactly_the_non_deprecated_event_types() -> None:
-    """31 shared types; the five ``THINKING_*`` are aguikit's only extra events."""
-    official = {member.value for member in ag_ui_core.EventType}
+def test_aguikit_reads_every_event_type_the_sdk_writes() -> None:
+    """
+    The SDK 1.0.0 has 31 types, all of them aguikit's; the deprecated ``THINKING_*`` are
+    aguikit's and not the SDK's.  Other aguikit-only types are allowed (a newer protocol).
+    """
+    official = set(SDK_TYPES)
 
     assert 31 == len(official)
     assert official == set(SHARED_TYPES)
-    assert set(EVENT_CLASSES) - official == set(DEPRECATED_EVENT_TYPES)
+    assert set(DEPRECATED_EVENT_TYPES) <= set(EVENT_CLASSES) - official
+
+
+def test_the_members_left_out_are_exactly_the_optional_ones_the_sdk_lacks() -> None:
+    """
+    The exclusions are the SDK's, not a list: with ag-ui-protocol 1.0.0 they are the 1.1
+    members, and none is required (a required member the SDK lacked would not be shared).
+    """
+    from aguikit._generated.registry import SINCE
+
+    for name, wire in SDK_UNKNOWN:
+        (field,) = [
+            f
+            for f in strategies.model_fields(strategies.MODEL_CLASSES[name])
+            if strategies.wire_name(f) == wire
+        ]
+        assert field.default is not attrs.NOTHING, (name, wire)
+    newer = {(name, wire) for name, members in SINCE.items() for wire in members}
+    assert newer <= SDK_UNKNOWN | {(n, w) for n, w in newer if _sdk_members(n) is None}
 
 
 @pytest.mark.parametrize("event_type", SHARED_TYPES)
@@ -53,7 +110,7 @@ def test_an_sdk_event_dump_parses_and_writes_back_unchanged(
     event_type: str, data: st.DataObject
 ) -> None:
     """``model_dump(by_alias, exclude_none)`` → ``parse_event`` → ``to_wire`` is the identity."""
-    ours = data.draw(strategies.instances(EVENT_CLASSES[event_type], nullable_any=False))
+    ours = data.draw(_shared(EVENT_CLASSES[event_type]))
     official = EVENT_ADAPTER.validate_python(to_wire(ours))
     dumped = _dump(official)
 
@@ -66,7 +123,7 @@ def test_the_sdk_accepts_what_to_wire_writes_and_writes_the_same_json(
     event_type: str, data: st.DataObject
 ) -> None:
     """The SDK validates our output into the same event type and dumps the same JSON."""
-    ours = data.draw(strategies.instances(EVENT_CLASSES[event_type], nullable_any=False))
+    ours = data.draw(_shared(EVENT_CLASSES[event_type]))
     wire = to_wire(ours)
 
     official = EVENT_ADAPTER.validate_python(wire)
@@ -130,7 +187,7 @@ def test_messages_of_every_role_interoperate(message: dict[str, Any]) -> None:
 @given(data=st.data())
 def test_generated_messages_interoperate(role: str, data: st.DataObject) -> None:
     """Generated messages of each role: accepted by the SDK, its dump read back unchanged."""
-    ours = data.draw(strategies.instances(MESSAGE_CLASSES[role], nullable_any=False))
+    ours = data.draw(_shared(MESSAGE_CLASSES[role]))
     official = MESSAGE_ADAPTER.validate_python(to_wire(ours))
     dumped = _dump(official)
 
@@ -138,7 +195,7 @@ def test_generated_messages_interoperate(role: str, data: st.DataObject) -> None
     assert dumped == to_wire(parse_message(dumped))
 
 
-@given(strategies.instances(models.RunAgentInput, nullable_any=False))
+@given(_shared(models.RunAgentInput))
 def test_generated_run_agent_input_interoperates(ours: models.RunAgentInput) -> None:
     """The request body both ways: the SDK accepts ours and we read its dump unchanged."""
     official = ag_ui_core.RunAgentInput.model_validate(to_wire(ours))

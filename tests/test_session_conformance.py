@@ -8,8 +8,10 @@ nowhere else:
   so a fixture's ``expectOverrides.typescript`` applies; the ``dotnet`` overrides do not.
 * **The version the client speaks.**  Each corpus directory is written for a client of its
   own version: the ``1.1`` fixtures declare ``1.1`` on a clean stream and demand silence,
-  the ``draft`` and ``1.0`` ones declare ``1.0``.  The session is built with that
-  ``protocol_version``.
+  the ``draft`` and ``1.0`` ones declare ``1.0``.  aguikit speaks 1.1, so the ``1.1``
+  corpus runs with a default ``Session()``; the older ones are built with the
+  ``protocol_version`` they are written for (their "a newer producer warns" fixtures
+  declare ``1.1``).
 * **What is not ours.**  ``request``/``requestAbsentPaths`` describe the outgoing request,
   and a fixture pinning ``client.maxProtocolVersion`` tests the HTTP client's era shims;
   those keys are skipped with the reason in :data:`NOT_OURS`.  The ``THINKING_*``
@@ -27,13 +29,14 @@ from typing import Any, Final
 
 import attrs
 import pytest
-from tests.corpus import MISSING, Stream, dotted_get, params, subset_match
+from tests.corpus import MISSING, Stream, dotted_get, params, streams, subset_match
 
 from aguikit.errors import AguiError, SchemaValidationError, TruncatedStreamError
 from aguikit.session import Session
 from aguikit.wire import to_wire
 
-CLIENT_VERSION: Final = {"draft": "1.0", "1.0": "1.0", "1.1": "1.1"}
+CLIENT_VERSION: Final = {"draft": "1.0", "1.0": "1.0"}
+"""The corpora written for an older client than aguikit; the others run with the default."""
 
 NOT_OURS: Final = {
     "request": "asserts the outgoing RunAgentInput: the HTTP client's concern",
@@ -54,8 +57,10 @@ class Run:
     error: AguiError | None
 
 
-def consume(case: Stream) -> Run:
-    session = Session(protocol_version=CLIENT_VERSION[case.corpus])
+def consume(case: Stream, session: Session | None = None) -> Run:
+    if session is None:
+        version = CLIENT_VERSION.get(case.corpus)
+        session = Session() if version is None else Session(protocol_version=version)
     try:
         for event in case.events:
             session.feed(event)
@@ -184,9 +189,31 @@ def test_every_corpus_stream_is_consumed_as_the_fixture_requires(case: Stream) -
 
 def test_every_declared_divergence_names_a_fixture_that_exists() -> None:
     """A stale divergence entry (a renamed or deleted fixture) fails rather than lingering."""
-    from tests.corpus import streams
-
     known = {case.id for case in streams()}
     if not known:
         pytest.skip("conformance corpus not available")
     assert set() == set(DIVERGENT) - known
+
+
+def test_the_default_session_speaks_the_version_of_the_newest_corpus() -> None:
+    """The ``1.1`` corpus runs with ``Session()``: that is only a claim if 1.1 is the default."""
+    from aguikit.models import PROTOCOL_VERSION
+
+    assert "1.1" == PROTOCOL_VERSION == Session()._receiver.protocol_version
+    assert "1.1" not in CLIENT_VERSION
+
+
+@pytest.mark.parametrize("case", params([s for s in streams() if s.corpus == "1.0"]))
+def test_a_1_0_producer_is_no_noisier_for_a_1_1_consumer(case: Stream) -> None:
+    """
+    Negotiation, consuming side: every ``1.0`` corpus stream, fed to a default (1.1)
+    session, warns exactly as it does for the 1.0 client it was written for, and never
+    about the version: a producer declaring ``1.0`` is older, which is quiet.
+    """
+    default = consume(case)
+    as_written = consume(case, Session(protocol_version="1.0"))
+
+    assert [w.code for w in as_written.session.warnings] == [
+        w.code for w in default.session.warnings
+    ]
+    assert [] == [w for w in default.session.warnings if w.code.startswith("protocol-version")]

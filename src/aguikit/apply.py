@@ -722,6 +722,8 @@ class Applier:
             if call is None:
                 return NOTHING
             call.encrypted_value = event.encrypted_value
+            # The format belongs to the value: a new value without one clears the old one.
+            call.encrypted_value_type = event.encrypted_value_type
             return self._change(
                 What.MESSAGES,
                 ChangeKind.ENCRYPTED_VALUE,
@@ -735,6 +737,7 @@ class Applier:
         if isinstance(message, ActivityMessage):
             return NOTHING
         message.encrypted_value = event.encrypted_value
+        message.encrypted_value_type = event.encrypted_value_type
         return self._change(self._what(entity), ChangeKind.ENCRYPTED_VALUE, entity)
 
     # ---- activities -----------------------------------------------------------------------
@@ -1040,6 +1043,8 @@ _APPLY: Final[dict[type, Callable[[Applier, Any], Changed]]] = complete(
         ThinkingTextMessageEndEvent: Applier._untranslated,
         ThinkingEndEvent: Applier._untranslated,
     },
+    stage="applier",
+    passes=Applier._nothing,
 )
 """Every event class, and what applying it does: handled, ignored on purpose (state the
 view does not keep), or refused because an earlier stage owns it."""

@@ -650,6 +650,8 @@ _HANDLERS: Final[dict[type, Callable[[ChunkNormalizer, Any], list[Event]]]] = co
         ThinkingTextMessageContentEvent: ChunkNormalizer._passes,
         ThinkingTextMessageEndEvent: ChunkNormalizer._passes,
     },
+    stage="normalizer",
+    passes=ChunkNormalizer._passes,
 )
 """Every event class, and what it does to the open streams (``_passes``: nothing, on purpose)."""
 

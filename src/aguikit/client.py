@@ -33,6 +33,7 @@ import httpx
 from ._generated.models import RunAgentInput
 from ._generated.registry import PROTOCOL_VERSION
 from .limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
+from .receiver import omit_newer_members
 from .session import Session, Update
 from .transport.http import DEFAULT_TIMEOUT, apost_stream, post_stream
 from .transport.sse import aiter_events, iter_events
@@ -132,9 +133,15 @@ def prepare_input(
     leaves the process.  ``protocolVersion`` is set to ``protocol_version`` unless the
     input already declares one.
 
-    ``max_protocol_version`` pins an older peer: below ``1.0`` the version declaration is
-    left out (such a peer may reject an unknown member), and at ``0.0.39`` or older user
-    content is flattened to its text, which is recorded in ``warnings``.
+    ``max_protocol_version`` pins an older peer: the members its version does not have yet
+    (``encryptedValueType`` for a ``1.0`` peer, read from the schema's ``x-since`` by
+    :func:`aguikit.receiver.omit_newer_members`) are left out and the request declares
+    that version rather than this one; below ``1.0`` the version declaration is left out
+    (such a peer may reject an unknown member), and at ``0.0.39`` or older user content is
+    flattened to its text, which is recorded in ``warnings``.
+
+    .. versionchanged:: 0.2.0  Declares AG-UI 1.1, and omits 1.1-only members for a peer
+       pinned to an older version.
 
     Raises:
         SchemaValidationError: The input is not a valid ``RunAgentInput``.
@@ -149,7 +156,13 @@ def prepare_input(
     if old_peer:
         wire.pop("protocolVersion", None)
     elif protocol_version is not None and "protocolVersion" not in wire:
-        wire["protocolVersion"] = protocol_version
+        # Downgrading for an older peer: declare the version this request is written in.
+        pinned = max_protocol_version is not None and _older_than(
+            max_protocol_version, protocol_version
+        )
+        wire["protocolVersion"] = max_protocol_version if pinned else protocol_version
+    if max_protocol_version is not None:
+        wire, _ = omit_newer_members(wire, max_protocol_version, definition="RunAgentInput")
     if max_protocol_version is not None and not _older_than("0.0.39", max_protocol_version):
         wire["messages"] = _flatten_for_0_0_39(
             wire["messages"], [] if warnings is None else warnings

@@ -56,7 +56,7 @@ from ._generated.models import (
     ReasoningStartEvent,
     RunStartedEvent,
 )
-from ._generated.registry import EVENT_CLASSES, PROTOCOL_VERSION, TAGS
+from ._generated.registry import EVENT_CLASSES, PROTOCOL_VERSION, SINCE, TAGS
 from .catalogue import RULES_BY_ID, WarningSink, discard_warning, render_message
 from .errors import SchemaIssue
 from .interop import is_sdk_model, sdk_wire
@@ -64,7 +64,13 @@ from .jsonio import escape_pointer
 from .validate import iter_schema_errors
 from .wire import event_parsers, parse_event
 
-__all__ = ["Receiver", "WarningSink", "compare_protocol_versions", "strip_unknown"]
+__all__ = [
+    "Receiver",
+    "WarningSink",
+    "compare_protocol_versions",
+    "omit_newer_members",
+    "strip_unknown",
+]
 
 
 # ---- the stripping plan, derived from the generated classes --------------------------------
@@ -73,6 +79,8 @@ __all__ = ["Receiver", "WarningSink", "compare_protocol_versions", "strip_unknow
 @attrs.define(eq=False)
 class _Object:
     closed: bool
+    name: str
+    """The schema definition (generated class) this plan describes."""
     fields: dict[str, tuple[_Node, bool]] = attrs.field(factory=dict)
     """Wire name -> (plan of the value, whether the member may be absent)."""
 
@@ -134,7 +142,9 @@ def _plan_class(cls: type) -> _Object:
     plan = _PLANS.get(cls)
     if plan is not None:
         return plan
-    plan = _PLANS[cls] = _Object(closed=bool(getattr(cls, "__wire_closed__", True)))
+    plan = _PLANS[cls] = _Object(
+        closed=bool(getattr(cls, "__wire_closed__", True)), name=cls.__name__
+    )
     hints = typing.get_type_hints(cls, vars(models))
     for field in attrs.fields(cls):
         if field.metadata.get("extras"):
@@ -245,6 +255,91 @@ def compare_protocol_versions(declared: str, spoken: str) -> Literal["newer", "n
     theirs = (int(match[1]), int(match[2]))
     ours = (int(own[1]), int(own[2]))
     return "newer" if theirs > ours else "not-newer"
+
+
+# ---- talking down to an older peer ----------------------------------------------------------
+
+
+def _dotted(version: str) -> tuple[int, ...] | None:
+    parts = version.split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
+
+
+def _unknown_to(since: str, peer_version: str | None) -> bool:
+    if peer_version is None:
+        return True  # a peer that declares no version predates every marked member
+    # Dotted numbers of any length: pre-1.0 peers are named by package version (0.0.39).
+    added, peer = _dotted(since), _dotted(peer_version)
+    return added is not None and peer is not None and added > peer
+
+
+def _omit(value: Any, node: _Node, peer: str | None, path: str, removed: list[str]) -> Any:
+    if node is None:
+        return value
+    if isinstance(node, _Object):
+        if not isinstance(value, dict):
+            return value
+        newer = SINCE.get(node.name, {})
+        result: dict[str, Any] = {}
+        for key, member in value.items():
+            where = f"{path}/{escape_pointer(str(key))}"
+            if key in newer and _unknown_to(newer[key], peer):
+                removed.append(where)
+                continue
+            spec = node.fields.get(key)
+            result[key] = member if spec is None else _omit(member, spec[0], peer, where, removed)
+        return result
+    if isinstance(node, _List):
+        if not isinstance(value, list):
+            return value
+        return [_omit(v, node.element, peer, f"{path}/{i}", removed) for i, v in enumerate(value)]
+    if isinstance(node, _Tagged):
+        tag = value.get(node.prop) if isinstance(value, dict) else None
+        member_plan = node.members.get(tag) if isinstance(tag, str) else None
+        return value if member_plan is None else _omit(value, member_plan, peer, path, removed)
+    for option in node.options:
+        if (isinstance(value, list) and isinstance(option, _List)) or (
+            isinstance(value, dict) and isinstance(option, _Object | _Tagged)
+        ):
+            return _omit(value, option, peer, path, removed)
+    return value
+
+
+def omit_newer_members(
+    data: Mapping[str, Any], peer_version: str | None, *, definition: str | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """
+    A wire document without the members its peer's protocol version does not have yet.
+
+    A sender speaking a newer minor version than its peer should not make the peer strip
+    (and warn about) members it cannot know; AG-UI lets a party downgrade for an older peer.
+    Which members are newer is read from the schema (``x-since``, generated into
+    ``registry.SINCE``), never from a list in code, so a field a later version adds is
+    omitted for older peers the moment the schema marks it.  The walk follows the
+    generated classes, nested messages, tool calls and union members included.
+
+    Both directions use it: the client for the request body it sends an agent pinned with
+    ``max_protocol_version``, and a server for each event it sends to a client whose
+    ``RunAgentInput.protocolVersion`` is older (``omit_newer_members(to_wire(event),
+    declared)``).
+
+    Args:
+        data: A wire document: an event (selected by its ``type``) unless ``definition``
+            names another schema definition (``"RunAgentInput"``, ``"ToolCall"``...).
+        peer_version: The version the peer declares; ``None`` (it declares none) omits
+            every marked member, an uninterpretable version (``"draft"``) omits nothing.
+        definition: The schema definition ``data`` is an instance of, when not an event.
+
+    Returns:
+        The reduced copy (``data`` is not modified) and the JSON pointers of every member
+        omitted, in document order.
+
+    .. versionadded:: 0.2.0
+    """
+    cls = EVENT_CLASSES[data["type"]] if definition is None else getattr(models, definition)
+    removed: list[str] = []
+    result = _omit(dict(data), _plan_class(cls), peer_version, "", removed)
+    return result, removed
 
 
 # ---- the boundary ----------------------------------------------------------------------------
