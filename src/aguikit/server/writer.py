@@ -49,13 +49,14 @@ import attrs
 import jsonpatch
 
 from .._generated.models import Event, RunAgentInput, StateDeltaEvent, StateSnapshotEvent
-from .._generated.registry import EVENT_CLASSES
+from .._generated.registry import EVENT_CLASSES, PROTOCOL_VERSION
 from ..catalogue import RULES_BY_ID, render_message
 from ..chunks import ChunkNormalizer
 from ..errors import AguiError, PatchError, ProtocolError
 from ..interop import is_sdk_model, sdk_wire
 from ..limits import MAX_OPEN_ENTITIES
 from ..patch import UNSET, apply_patch, copy_json
+from ..receiver import omit_newer_members
 from ..rules import Family
 from ..session import SessionWarning
 from ..validate import fast_check, validate_event
@@ -132,11 +133,13 @@ class _Stream:
     __slots__ = (
         "client_state",
         "count",
+        "downgrade",
         "events",
         "fatal",
         "interrupts",
         "mode",
         "normalizer",
+        "peer_version",
         "pending",
         "sink",
         "snapshot_every",
@@ -155,6 +158,7 @@ class _Stream:
         snapshot_every: int,
         max_open_entities: int,
         initial_state: Any = UNSET,
+        peer_version: str | None = PROTOCOL_VERSION,
     ) -> None:
         if mode not in ("strict", "repair", "audit"):
             raise ValueError(f"mode must be 'strict', 'repair' or 'audit', not {mode!r}")
@@ -174,6 +178,11 @@ class _Stream:
         self.state_updates = 0
         self.interrupts: list[Any] = []
         self.pending: list[Mapping[str, Any]] = []
+        # A client that declared an older protocol (or none) gets events without the
+        # members its version does not have, rather than warnings for each one.
+        self.peer_version = peer_version
+        # (omit_newer_members decides what an older, newer or unreadable version lacks.)
+        self.downgrade = peer_version != PROTOCOL_VERSION
 
     # -- checking -------------------------------------------------------------------------
 
@@ -290,6 +299,8 @@ class _Stream:
         return event
 
     async def _send(self, wire: Mapping[str, Any]) -> None:
+        if self.downgrade:
+            wire, _ = omit_newer_members(wire, self.peer_version)
         self.count += 1
         if self.sink is None:
             self.events.append(wire)
@@ -781,6 +792,10 @@ class RunWriter(EventWriter):
             ``STATE_SNAPSHOT`` instead of a delta, so a client that joined late or lost an
             update re-synchronises in a long run.
         max_open_entities: The verifier's safety limit (:mod:`aguikit.limits`).
+
+    A request declaring an older ``protocolVersion`` than aguikit speaks (or none) gets
+    every event without the members its version does not have yet
+    (:func:`aguikit.receiver.omit_newer_members`, read from the schema's ``x-since``).
     """
 
     def __init__(
@@ -808,6 +823,7 @@ class RunWriter(EventWriter):
             snapshot_every=snapshot_every,
             max_open_entities=max_open_entities,
             initial_state=run_input.state,
+            peer_version=run_input.protocol_version,
         )
         self.result: Any = None
         """What ``RUN_FINISHED.result`` carries (any JSON value; ``None``: absent)."""
