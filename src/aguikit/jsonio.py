@@ -41,6 +41,7 @@ __all__ = [
     "loads",
     "loads_object",
     "nesting_depth",
+    "utf8",
 ]
 
 _STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -205,9 +206,41 @@ for byte lets a recorded stream be diffed against one the SDK produced.
 """
 
 
+_TOKEN: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|(-?\d(?:\.\d+)?e-\d+)', re.DOTALL)
+"""A JSON string (skipped whole) or a float Python wrote in exponent form."""
+
+
+def _sdk_float(match: re.Match[str]) -> str:
+    """
+    A float in the form pydantic writes it: ``1e-7`` and ``0.000015`` where Python writes
+    ``1e-07`` and ``1.5e-05``.
+
+    Both are the same shortest round-trip digits, laid out differently, and only negative
+    exponents differ (both write ``1e+16``, and agree on every positional float), so only
+    they are rewritten: from ``1e-5`` up pydantic writes positionally, below it drops the
+    exponent's leading zero.
+    """
+    token = match.group(1)
+    if token is None:
+        return match.group(0)
+    sign = "-" if token[0] == "-" else ""
+    mantissa, _, exponent = token.lstrip("-").partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = whole + fraction
+    point = int(exponent) + len(whole)  # where the decimal point falls in ``digits``
+    if -5 < point <= 0:
+        text = "0." + "0" * -point + digits
+    elif len(digits) == 1:
+        text = f"{digits}e{point - 1}"
+    else:
+        text = f"{digits[0]}.{digits[1:]}e{point - 1}"
+    return sign + text
+
+
 def dumps_wire(wire: Mapping[str, Any]) -> str:
     """
-    Compact JSON for a wire dict, in the official SDK's member order.
+    Compact JSON for a wire dict, in the official SDK's envelope order, with floats as
+    pydantic writes them (``1e-7`` where Python writes ``1e-07``).
 
     Raises:
         WireFormatError: A value JSON cannot carry (``NaN``, an object of a foreign type).
@@ -230,8 +263,28 @@ def dumps_wire(wire: Mapping[str, Any]) -> str:
         ordered.update(wire)
         wire = ordered
     try:
-        return _ENCODER.encode(wire)
+        text: str = _ENCODER.encode(wire)
     except (TypeError, ValueError, RecursionError) as exc:
         kind = wire.get("type")
         name = kind if isinstance(kind, str) else "Event"
         raise WireFormatError(name, "", f"not JSON-serialisable: {exc}") from None
+    if "e-" in text:  # cheap: most events hold no float in exponent form
+        text = _TOKEN.sub(_sdk_float, text)
+    return text
+
+
+def utf8(text: str, kind: object) -> bytes:
+    """
+    ``text`` as UTF-8, for a writer that puts an event on the wire.
+
+    Raises:
+        WireFormatError: ``text`` holds a lone surrogate (``"\\ud800"``): a Python string
+            can, UTF-8 cannot, and the event could not be sent as it is.
+    """
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        name = kind if isinstance(kind, str) else "Event"
+        raise WireFormatError(
+            name, "", f"a lone surrogate {text[exc.start]!r} cannot be written as UTF-8"
+        ) from None

@@ -40,11 +40,12 @@ import attrs
 
 from ..catalogue import DECODE_RULES
 from ..errors import DecodeError, LimitExceededError
-from ..jsonio import dumps_wire, loads_object
+from ..jsonio import dumps_wire, loads_object, utf8
 from ..limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
+    "MAX_RETRY",
     "MEDIA_TYPE",
     "Frame",
     "SSEDecoder",
@@ -62,6 +63,10 @@ MEDIA_TYPE: Final = "text/event-stream"
 DEFAULT_MAX_FRAME_BYTES: Final = MAX_FRAME_BYTES
 """Largest frame accepted, in bytes including line ends (setting ``max_frame_bytes``)."""
 
+MAX_RETRY: Final = 2**63 - 1
+"""The ``retry`` a frame reports when its field held a larger number (any size is valid)."""
+
+_RETRY_DIGITS: Final = 18
 _BOM: Final = b"\xef\xbb\xbf"
 _CR: Final = 13
 _COLON: Final = 58
@@ -217,6 +222,19 @@ class SSEDecoder:
             if out:
                 return out
             raise
+        except (ValueError, TypeError, OverflowError, MemoryError) as exc:
+            # No field value may escape as a bare Python error: the decoder only ever
+            # raises located aguikit errors, and stays failed after one.
+            self._failed = DecodeError(
+                f"could not decode frame {self._frames + 1}: {exc}",
+                rule=DECODE_RULES["json"],
+                source=self.source,
+                frame=self._frames + 1,
+                byte_offset=self._frame_start if self._frame_start >= 0 else self._offset,
+            )
+            if out:
+                return out
+            raise self._failed from None
         return out
 
     def close(self) -> list[Frame]:
@@ -327,7 +345,10 @@ class SSEDecoder:
             if "\x00" not in text:
                 self._last_id = text
         elif name == b"retry" and value.isdigit():
-            self._retry = int(value)
+            # Any number of ASCII digits is a valid reconnection time; Python refuses to
+            # parse more than 4300 of them, so a longer one is clamped, never an error.
+            digits = value.lstrip(b"0") or b"0"
+            self._retry = int(digits) if len(digits) <= _RETRY_DIGITS else MAX_RETRY
         # Any other field name is ignored, as the standard requires.
 
     def _dispatch(self, out: list[Frame]) -> None:
@@ -470,5 +491,10 @@ def encode(wire: Mapping[str, Any]) -> str:
 
 
 def encode_bytes(wire: Mapping[str, Any]) -> bytes:
-    """:func:`encode`, as the UTF-8 bytes a streaming response writes."""
-    return encode(wire).encode("utf-8")
+    """
+    :func:`encode`, as the UTF-8 bytes a streaming response writes.
+
+    Raises:
+        WireFormatError: As :func:`encode`, and for a lone surrogate, which has no UTF-8.
+    """
+    return utf8(encode(wire), wire.get("type"))
