@@ -56,6 +56,8 @@ FLOORS: Final[dict[str, int]] = {
     # the top: the HTTP client, the reference renderer, the command line
     "aguikit.client": 17,
     "aguikit.reference": 18,
+    "aguikit.checker": 18,
+    "aguikit.report": 18,
     "aguikit.cli": 19,
     "aguikit.__main__": 20,
 }

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from itertools import accumulate
 from typing import Any, Final
 
@@ -38,6 +38,7 @@ from .limits import MAX_JSON_DEPTH
 __all__ = [
     "dumps_wire",
     "escape_pointer",
+    "iter_documents",
     "loads",
     "loads_object",
     "nesting_depth",
@@ -288,3 +289,94 @@ def utf8(text: str, kind: object) -> bytes:
         raise WireFormatError(
             name, "", f"a lone surrogate {text[exc.start]!r} cannot be written as UTF-8"
         ) from None
+
+
+def iter_documents(
+    text: str, *, max_depth: int = MAX_JSON_DEPTH, source: str | None = None
+) -> Iterator[tuple[Any, int]]:
+    """
+    The values of a JSON *document* holding events: the elements of a top-level array, or
+    each of one or more concatenated (typically pretty-printed) documents.
+
+    A recording saved from a debugger or an HTTP client is often one of these rather than
+    JSONL; a checker reads it as a list of events instead of failing on its first line.
+
+    Yields:
+        ``(value, position)``: each value and the index in ``text`` where it starts, so a
+        caller can say which line it was on.
+
+    Raises:
+        DecodeError: The text is not JSON (``byte_offset`` is where it stops being).
+        LimitExceededError: It nests deeper than ``max_depth`` (counting the array).
+    """
+    if nesting_depth(text) > max_depth:
+        raise LimitExceededError(
+            "max_depth",
+            max_depth,
+            f"JSON nesting depth {nesting_depth(text)} is too deep",
+            rule=LIMIT_RULES["max_depth"],
+            source=source,
+            byte_offset=0,
+        )
+    position = _skip_space(text, 0)
+    if text.startswith("\ufeff"):
+        position = _skip_space(text, 1)
+    in_array = text.startswith("[", position)
+    if in_array:
+        position = _skip_space(text, position + 1)
+        if text.startswith("]", position):
+            return
+    while position < len(text):
+        try:
+            value, end = _DECODER.raw_decode(text, position)
+        except json.JSONDecodeError as exc:
+            raise DecodeError(
+                f"not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})",
+                rule=DECODE_RULES["json"],
+                source=source,
+                line=exc.lineno,
+                byte_offset=_offset(text, exc.pos),
+            ) from None
+        except ValueError as exc:  # NaN/Infinity, integers beyond the digit limit
+            raise DecodeError(
+                f"not valid JSON: {exc}",
+                rule=DECODE_RULES["json"],
+                source=source,
+                byte_offset=_offset(text, position),
+            ) from None
+        yield value, position
+        position = _skip_space(text, end)
+        if in_array:
+            if text.startswith(",", position):
+                position = _skip_space(text, position + 1)
+            elif text.startswith("]", position):
+                if _skip_space(text, position + 1) < len(text):
+                    raise DecodeError(
+                        "not valid JSON: text after the closing ']'",
+                        rule=DECODE_RULES["json"],
+                        source=source,
+                        byte_offset=_offset(text, position + 1),
+                    )
+                return
+            else:
+                raise DecodeError(
+                    "not valid JSON: expected ',' or ']' between array elements",
+                    rule=DECODE_RULES["json"],
+                    source=source,
+                    byte_offset=_offset(text, position),
+                )
+    if in_array:
+        raise DecodeError(
+            "not valid JSON: the array is never closed",
+            rule=DECODE_RULES["json"],
+            source=source,
+            byte_offset=_offset(text, len(text)),
+        )
+
+
+_SPACE: Final = re.compile(r"[ \t\r\n]*")
+
+
+def _skip_space(text: str, position: int) -> int:
+    match = _SPACE.match(text, position)
+    return match.end() if match else position

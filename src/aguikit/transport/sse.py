@@ -67,6 +67,7 @@ MAX_RETRY: Final = 2**63 - 1
 """The ``retry`` a frame reports when its field held a larger number (any size is valid)."""
 
 _RETRY_DIGITS: Final = 18
+_JSON_LINES_KEPT: Final = 3
 _BOM: Final = b"\xef\xbb\xbf"
 _CR: Final = 13
 _COLON: Final = 58
@@ -81,7 +82,10 @@ class Frame:
     persists until another replaces it, as in ``EventSource``); ``retry`` is set only when
     this frame carried a valid ``retry:`` field.  ``number`` counts dispatched frames from 1
     (comment-only keep-alives are not frames); ``byte_offset`` is where the frame's first
-    line starts in the stream, counting a leading BOM.
+    line starts in the stream, counting a leading BOM; ``line`` is the 1-based number of
+    that line (LF, CR and CRLF each end one), what an editor shows.
+
+    .. versionchanged:: 0.3.0  ``line``.
     """
 
     data: str
@@ -90,6 +94,7 @@ class Frame:
     retry: int | None = None
     number: int = 0
     byte_offset: int = 0
+    line: int = 0
 
 
 class SSEDecoder:
@@ -115,9 +120,12 @@ class SSEDecoder:
         "_failed",
         "_fields_seen",
         "_frame_bytes",
+        "_frame_line",
         "_frame_start",
         "_frames",
+        "_json_lines",
         "_last_id",
+        "_line",
         "_max",
         "_offset",
         "_pending",
@@ -146,11 +154,25 @@ class SSEDecoder:
         self._frame_bytes = 0
         self._frames = 0
         self._failed: DecodeError | None = None
+        self._line = 0  # lines consumed
+        self._frame_line = 0
+        self._json_lines: list[tuple[int, int]] = []
 
     @property
     def frames_decoded(self) -> int:
         """How many frames have been dispatched so far."""
         return self._frames
+
+    @property
+    def json_lines(self) -> list[tuple[int, int]]:
+        """
+        ``(line, byte_offset)`` of the first few lines that look like a bare JSON document
+        (``{...}``) rather than a field: the standard ignores them as unknown fields, so a
+        file of JSONL named ``.sse`` decodes to nothing, and a checker says why instead.
+
+        .. versionadded:: 0.3.0
+        """
+        return list(self._json_lines)
 
     @property
     def bytes_consumed(self) -> int:
@@ -308,6 +330,7 @@ class SSEDecoder:
             for raw in block.splitlines(keepends=True):
                 size = len(raw)
                 line = raw.rstrip(b"\r\n")
+                self._line += 1
                 if not line:
                     if self._fields_seen or self._frame_start >= 0:
                         self._dispatch(out)
@@ -315,6 +338,7 @@ class SSEDecoder:
                     continue
                 if self._frame_start < 0:
                     self._frame_start = offset
+                    self._frame_line = self._line
                 self._frame_bytes += size
                 if self._frame_bytes > self._max:
                     self._too_big(self._frame_bytes)
@@ -349,6 +373,8 @@ class SSEDecoder:
             # parse more than 4300 of them, so a longer one is clamped, never an error.
             digits = value.lstrip(b"0") or b"0"
             self._retry = int(digits) if len(digits) <= _RETRY_DIGITS else MAX_RETRY
+        elif name[:1] in (b"{", b"[") and len(self._json_lines) < _JSON_LINES_KEPT:
+            self._json_lines.append((self._line, offset))
         # Any other field name is ignored, as the standard requires.
 
     def _dispatch(self, out: list[Frame]) -> None:
@@ -363,6 +389,7 @@ class SSEDecoder:
                     retry=self._retry,
                     number=self._frames,
                     byte_offset=self._frame_start,
+                    line=self._frame_line,
                 )
             )
             self._data = []
