@@ -464,3 +464,31 @@ def test_a_wrong_content_type_or_status_is_a_finding_and_exit_two() -> None:
     assert 2 == code
     assert ["AGUI-T003", "AGUI-T002"] == rules
     assert "HTTP 503" in err
+
+
+def test_the_readme_ci_recipe_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's ``aguikit check ... --format sarif --output ...`` step, verbatim."""
+    import re
+    import shlex
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    (command,) = re.findall(r"^\s+run: (aguikit check .*)$", readme, re.MULTILINE)
+    argv = shlex.split(command)
+    (tmp_path / "recordings").mkdir()
+    (tmp_path / "recordings" / "good.sse").write_bytes(sse(GOOD))
+    (tmp_path / "recordings" / "bad.jsonl").write_bytes(jsonl(BROKEN))
+    monkeypatch.chdir(tmp_path)
+
+    code, out, _ = cli(*argv[1:])
+    document = json.loads((tmp_path / argv[argv.index("--output") + 1]).read_text())
+
+    assert 1 == code
+    assert [] == [e.message for e in _sarif_validator().iter_errors(document)]
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in document["runs"][0]["results"]
+    }
+    assert {"recordings/bad.jsonl"} == uris
+    assert "2 sources, 1 failed; exit 1" in out

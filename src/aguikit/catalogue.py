@@ -1026,6 +1026,15 @@ RULES: Final[tuple[Rule, ...]] = (
         stage=Stage.CHECKER,
     ),
     Rule(
+        "AGUI-K008",
+        "tool-args-not-json",
+        "A tool call's TOOL_CALL_ARGS deltas, joined, are one JSON document: the call's arguments",
+        "spec concepts/tools (ToolCall.function.arguments is JSON text); ag-ui-validate AGUI204",
+        "the arguments of tool call '{entity_id}' are not JSON: {detail}",
+        (_rs(), _cs(), _ca(delta='{"city":'), _ca(delta="oops}"), _ce(), _rf()),
+        stage=Stage.CHECKER,
+    ),
+    Rule(
         "AGUI-T004",
         "slow-first-event",
         "A live agent sends its first event within 10 seconds of the request",

@@ -648,6 +648,7 @@ class _Checker:
         self.calls: set[str] = set()
         self.messages: set[str] = set()
         self.parents: list[tuple[int, str, str, Where]] = []
+        self.arguments: dict[str, list[str]] = {}  # open calls' argument fragments
 
     def add(
         self,
@@ -812,18 +813,40 @@ class _Checker:
             )
 
     def lint(self, number: int, etype: str | None, data: dict[str, Any]) -> None:
-        """The checker's own rows, on the raw event (``AGUI-K001``-``K003``)."""
+        """The checker's own rows, on the raw event (``AGUI-K001``-``K003``, ``K008``)."""
         message_id = data.get("messageId")
         if isinstance(message_id, str):
             self.messages.add(message_id)
+        if etype == "TOOL_CALL_ARGS":  # chunked calls end implicitly: not joined here
+            call, delta = data.get("toolCallId"), data.get("delta")
+            if isinstance(call, str) and isinstance(delta, str) and call in self.arguments:
+                self.arguments[call].append(delta)
+        elif etype == "TOOL_CALL_END":
+            call = data.get("toolCallId")
+            fragments = self.arguments.pop(call, None) if isinstance(call, str) else None
+            text = "".join(fragments or ())
+            if text.strip():
+                try:
+                    loads(text, max_depth=self.config.max_depth)
+                except DecodeError as exc:
+                    detail = exc.message.removeprefix("not valid JSON: ")
+                    self.add(
+                        "AGUI-K008",
+                        "protocol",
+                        render_message("AGUI-K008", entity_id=call, detail=detail),
+                        event=number,
+                        event_type=etype,
+                    )
         if etype in ("TOOL_CALL_START", "TOOL_CALL_CHUNK"):
             call = data.get("toolCallId")
             if isinstance(call, str):
                 self.calls.add(call)
+                if etype == "TOOL_CALL_START":
+                    self.arguments[call] = []
             parent = data.get("parentMessageId")
             if isinstance(parent, str) and isinstance(call, str):
                 self.parents.append((number, call, parent, self.where))
-        elif etype == "TOOL_CALL_RESULT":
+        if etype == "TOOL_CALL_RESULT":
             call = data.get("toolCallId")
             if isinstance(call, str) and call not in self.calls:
                 self.add(
