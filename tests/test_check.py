@@ -492,3 +492,15 @@ def test_the_readme_ci_recipe_runs_as_written(
     }
     assert {"recordings/bad.jsonl"} == uris
     assert "2 sources, 1 failed; exit 1" in out
+
+
+def test_a_glob_matching_nothing_is_an_unreadable_source_in_the_json_report(
+    tmp_path: Path,
+) -> None:
+    """One object for every argument, even a pattern that named no file."""
+    code, out, err = cli("check", str(tmp_path / "*.sse"), "--format", "json")
+    (source,) = json.loads(out)["sources"]
+
+    assert (2, 2) == (code, source["exit"])
+    assert "no file matches" in source["unreadable"]
+    assert "no file matches" in err

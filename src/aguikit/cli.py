@@ -190,10 +190,18 @@ def _check_all(
 
 def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     config = _config(args)
-    specs = expand_sources(args.source)
+    specs: list[str] = []
+    missing: dict[str, SourceReport] = {}
+    for spec in args.source:
+        try:
+            specs.extend(s for s in expand_sources([spec]) if s not in specs)
+        except Unreadable as exc:  # a glob or directory with nothing in it: still reported
+            missing[spec] = SourceReport(spec, unreadable=str(exc))
+            specs.append(spec)
     fmt = args.format
     progress = _Progress(err, fmt == "text" and args.output is None and err.isatty())
-    reports = _check_all(specs, config, args.jobs, progress)
+    checked = iter(_check_all([s for s in specs if s not in missing], config, args.jobs, progress))
+    reports = [missing[s] if s in missing else next(checked) for s in specs]
     for report in reports:
         if report.unreadable is not None:
             err.write(f"aguikit: {report.unreadable}\n")

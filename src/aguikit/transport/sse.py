@@ -508,8 +508,10 @@ def encode(wire: Mapping[str, Any]) -> str:
 
     The result is byte-for-byte what ``ag_ui.encoder.EventEncoder().encode()`` produces for
     the same event (compact separators, UTF-8 rather than ``\\u`` escapes, the SDK's member
-    order for the envelope).  Compact JSON never contains a line end, so one ``data:`` line
-    always suffices.  Typed events: :func:`aguikit.encode.encode_sse`.
+    order for the envelope, pydantic's float layout) when nested objects are already in the
+    SDK's member order; this floor knows no models, so :func:`aguikit.encode.encode_sse`
+    puts them in that order (and validates) first.  Compact JSON never contains a line
+    end, so one ``data:`` line always suffices.
 
     Raises:
         WireFormatError, TypeError: As :func:`dumps`.
