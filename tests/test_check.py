@@ -243,6 +243,7 @@ def test_every_format_reports_the_three_violations(tmp_path: Path) -> None:
         assert all(rule in out for _, out, _ in outputs.values()), rule
     (source,) = json.loads(outputs["json"][1])["sources"]
     assert [2, 4, 6] == [p["event"] for p in source["problems"]]
+    assert ["/messageId", "/delta", "/toolCallId"] == [p["pointer"] for p in source["problems"]]
     assert [3, 7, 11] == [p["line"] for p in source["problems"]]
     sarif_lines = [
         r["locations"][0]["physicalLocation"]["region"]["startLine"]

@@ -34,6 +34,7 @@ from typing import IO, Any, Final, NamedTuple
 
 import attrs
 
+from ._generated.registry import EVENT_CLASSES
 from .catalogue import RULES_BY_ID, RULES_BY_SYMBOL, Severity, render_message
 from .errors import (
     AguiError,
@@ -47,6 +48,7 @@ from .errors import (
 )
 from .jsonio import iter_documents, loads
 from .limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH, MAX_LINE_BYTES
+from .rules import TABLE
 from .session import Session
 from .transport.jsonl import JSONLDecoder
 from .transport.sse import SSEDecoder, frame_object
@@ -101,6 +103,39 @@ _DELTA_EVENTS: Final = frozenset(
     }
 )
 _PATCH_WARNINGS: Final = frozenset({"patch-failed"})
+
+
+_CHECK_FIELDS: Final = {
+    "owner": "subagentRunId",
+    "parent_owner": "subagentRunId",
+    "run_id_agrees": "runId",
+    "thread_id_agrees": "threadId",
+    "thread_agrees_with_stream": "threadId",
+    "interrupts_present": "outcome/interrupts",
+    "interrupts_unique": "outcome/interrupts",
+}
+"""The member a verifier check reads, where it is not the row's key."""
+
+
+def _wire_name(event_type: str, attribute: str) -> str:
+    for field in attrs.fields(EVENT_CLASSES[event_type]):
+        if field.name == attribute:
+            return str(field.metadata.get("wire", attribute))
+    return attribute
+
+
+POINTERS: Final[Mapping[tuple[str, str], str]] = {
+    (str(row.event), rule): "/"
+    + (
+        _CHECK_FIELDS[check]
+        if check in _CHECK_FIELDS
+        else _wire_name(str(row.event), row.key or "")
+    )
+    for row in TABLE
+    for check, rule in row.rules.items()
+    if check in _CHECK_FIELDS or (row.key and check in ("already_open", "not_open"))
+}
+"""The JSON pointer of the member a protocol finding is about, by (event type, rule)."""
 
 
 class Unreadable(Exception):
@@ -765,12 +800,15 @@ class _Checker:
                 code=issue.keyword,
             )
         if isinstance(failure, ProtocolError):
+            rule = failure.rule or "AGUI-V001"
+            reported = failure.event_type or etype
             self.add(
-                failure.rule or "AGUI-V001",
+                rule,
                 "protocol",
                 failure.message,
                 event=number,
-                event_type=failure.event_type or etype,
+                event_type=reported,
+                pointer=POINTERS.get((reported or "", rule)),
                 consequence=True,
             )
         elif isinstance(failure, PatchError):
