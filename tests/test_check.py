@@ -505,3 +505,13 @@ def test_a_glob_matching_nothing_is_an_unreadable_source_in_the_json_report(
     assert (2, 2) == (code, source["exit"])
     assert "no file matches" in source["unreadable"]
     assert "no file matches" in err
+
+
+def test_junit_reports_an_unreadable_source_as_an_error_not_a_failure(tmp_path: Path) -> None:
+    """JUnit tells "could not run" (error) from "found problems" (failure)."""
+    code, out, _ = cli("check", str(tmp_path / "absent.sse"), "--format", "junit")
+    root = ET.fromstring(out)
+
+    assert 2 == code
+    assert ("0", "1") == (root.get("failures"), root.get("errors"))
+    assert root.find("testsuite/testcase/error") is not None

@@ -346,7 +346,7 @@ def render_junit(reports: Sequence[SourceReport], config: CheckConfig, version: 
     floor = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
     fails = floor[config.fail_on]
     suites: list[str] = []
-    total = failures = 0
+    total = failures = errors = 0
     for report in reports:
         groups: dict[int, list[Finding]] = {}
         for f in report.findings:
@@ -355,7 +355,7 @@ def render_junit(reports: Sequence[SourceReport], config: CheckConfig, version: 
         if not numbers:
             numbers = [0]
         cases: list[str] = []
-        suite_failures = 0
+        suite_failures = suite_errors = 0
         for number in numbers:
             run = report.runs[number - 1] if 0 < number <= len(report.runs) else None
             name = "stream" if run is None else f"run {number} {run.run_id}"
@@ -365,7 +365,7 @@ def render_junit(reports: Sequence[SourceReport], config: CheckConfig, version: 
             body = ""
             if report.unreadable is not None and number == numbers[0]:
                 body = f'<error message={quoteattr(report.unreadable)} type="unreadable"/>'
-                suite_failures += 1
+                suite_errors += 1
             elif bad:
                 text = "\n".join(_finding_line(report.source, f, Style(False)) for f in bad)
                 body = (
@@ -383,14 +383,17 @@ def render_junit(reports: Sequence[SourceReport], config: CheckConfig, version: 
             )
         total += len(cases)
         failures += suite_failures
+        errors += suite_errors
         suites.append(
             f'  <testsuite name={quoteattr(report.source)} tests="{len(cases)}" '
-            f'failures="{suite_failures}" errors="0">\n' + "\n".join(cases) + "\n  </testsuite>"
+            f'failures="{suite_failures}" errors="{suite_errors}">\n'
+            + "\n".join(cases)
+            + "\n  </testsuite>"
         )
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f'<testsuites name="aguikit check {escape(version)}" tests="{total}" '
-        f'failures="{failures}">\n' + "\n".join(suites) + "\n</testsuites>\n"
+        f'failures="{failures}" errors="{errors}">\n' + "\n".join(suites) + "\n</testsuites>\n"
     )
 
 
