@@ -454,16 +454,28 @@ def test_a_slow_first_event_a_silence_and_buffered_delivery_are_reported() -> No
     assert {"AGUI-T004", "AGUI-T005", "AGUI-T006"} <= {f.rule for f in report.findings}
 
 
-def test_a_wrong_content_type_or_status_is_a_finding_and_exit_two() -> None:
-    """The agent's answer is reported in the report too, not only on stderr."""
+def test_a_wrong_content_type_is_reported_and_the_body_still_checked() -> None:
+    """A mislabelled stream: T003, then its events judged like any other."""
     with serve() as server:
-        html = server.add("/html", Route([b"<html/>"], content_type="text/html"))
-        down = server.add("/down", Route([b"no"], status=503, content_type="text/plain"))
-        code, out, err = cli("check", html, down, "--format", "json")
+        url = server.add("/agent", Route([sse(BROKEN)], content_type="text/plain"))
+        code, out, _ = cli("check", url, "--format", "json")
 
-    rules = [p["rule"] for s in json.loads(out)["sources"] for p in s["problems"]]
+    (source,) = json.loads(out)["sources"]
+    assert 1 == code
+    assert ["AGUI-T003", "AGUI-V012", "AGUI-S001", "AGUI-K001"] == [
+        p["rule"] for p in source["problems"]
+    ]
+
+
+def test_an_error_status_is_a_finding_and_exit_two() -> None:
+    """The agent's answer is in the report too, not only on stderr."""
+    with serve() as server:
+        down = server.add("/down", Route([b"no"], status=503, content_type="text/plain"))
+        code, out, err = cli("check", down, "--format", "json")
+
+    (source,) = json.loads(out)["sources"]
     assert 2 == code
-    assert ["AGUI-T003", "AGUI-T002"] == rules
+    assert ["AGUI-T002"] == [p["rule"] for p in source["problems"]]
     assert "HTTP 503" in err
 
 

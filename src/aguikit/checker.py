@@ -588,9 +588,30 @@ class _Reader:
             raise Unreadable(f"--input is not a valid RunAgentInput: {exc}") from None
         timeout = httpx.Timeout(config.timeout, connect=min(config.timeout, 10.0))
         decoder = SSEDecoder(source=self.spec, max_frame_bytes=config.max_frame_bytes)
+
+        def answered(status: int, headers: Mapping[str, str]) -> None:
+            content_type = headers.get("content-type")
+            media = (content_type or "").split(";", 1)[0].strip().lower()
+            if 200 <= status < 300 and media != "text/event-stream":
+                # Reported, then the body is read as SSE anyway: what it holds is the rest
+                # of the diagnosis (often a JSON error, sometimes a stream mislabelled).
+                self.add(
+                    "AGUI-T003",
+                    "transport",
+                    render_message("AGUI-T003", url=self.spec, content_type=content_type),
+                )
+
         yield from self._sse(
             self._timed(
-                post_stream(self.spec, body, headers=dict(config.headers), timeout=timeout), decoder
+                post_stream(
+                    self.spec,
+                    body,
+                    headers=dict(config.headers),
+                    timeout=timeout,
+                    on_response=answered,
+                    require_event_stream=False,
+                ),
+                decoder,
             ),
             decoder,
         )
