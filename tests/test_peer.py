@@ -3,11 +3,12 @@
 
 The peer (a test dependency) ships one stream per rule it checks.  Every *valid* fixture
 must check clean (exit 0); every *invalid* fixture whose rule is about the AG-UI protocol
-must fail (exit 1).  Left out, each with its reason in :data:`NOT_PROTOCOL` or
-:data:`DIVERGENCES`: the peer's transport heuristics (scenarios with no stream at all),
-its hygiene and advisory rules (``info``/``warning``, reported by aguikit at its own
-severity without failing), and where the official conformance corpus, which aguikit
-follows, rules the other way.  ``docs/peer.md`` is the side-by-side table.
+must fail (exit 1).  Left out of that, each with its reason (:func:`_not_protocol`,
+:data:`DIVERGENCES`): the peer's hygiene and advisory rules (``info``/``warning``, reported
+by aguikit at its own severity without failing), and where the official conformance
+corpus, which aguikit follows, rules the other way.  The peer's transport scenarios (a
+live server's chunks, gaps and content type, no stream file) are served by a real HTTP
+server at 1/100 of their timing.  ``docs/peer.md`` is the side-by-side table.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
@@ -91,3 +93,54 @@ def test_what_is_left_out_is_left_out_for_a_stated_reason() -> None:
 
     assert all(reasons.values())
     assert 27 == len(PROTOCOL)
+
+
+SCENARIOS: Final = sorted(f for f in INVALID if (f / "scenario.json").exists())
+SCALE: Final = 0.01
+"""The peer's scenario gaps, and aguikit's thresholds, run at 1/100 of real time."""
+EXPECTED_SCENARIO: Final = {
+    "AGUI501": ("AGUI-K004", 1),  # a line without 'data:' in an event stream
+    "AGUI505": ("AGUI-T003", 1),  # the wrong content type (the body is judged too)
+    "AGUI506": ("AGUI-T005", 0),  # a silence without keep-alive: a warning
+    "AGUI508": ("AGUI-V006", 1),  # the connection dropped before a terminal event
+}
+"""AGUI507 (everything in one read, no silence) is the peer's heuristic: aguikit only calls
+delivery buffered after a silence (AGUI-T006), so the scenario is not expected to trip it."""
+
+
+def _served(scenario: dict[str, object]) -> Iterator[bytes]:
+    import time
+
+    for chunk in scenario["chunks"]:  # type: ignore[attr-defined]
+        time.sleep(chunk["gapMs"] / 1000 * SCALE)
+        yield chunk["text"].encode()
+
+
+@pytest.mark.parametrize("fixture", SCENARIOS, ids=lambda p: p.name)
+def test_the_peers_transport_scenarios_served_live(fixture: Path) -> None:
+    """Each scenario served by a real HTTP server; aguikit check URL says what happened."""
+    from tests.servers import Route, serve
+
+    from aguikit.checker import CheckConfig, check_source
+
+    scenario = json.loads((fixture / "scenario.json").read_text())
+    config = CheckConfig(
+        first_event_seconds=10 * SCALE,
+        silent_gap_seconds=15 * SCALE,
+        buffer_silence_seconds=2 * SCALE,
+    )
+    with serve() as server:
+        route = Route(
+            _served(scenario),
+            content_type=str(scenario["contentType"]),
+            drop=bool(scenario.get("abnormalEof")),
+        )
+        report = check_source(server.add("/agent", route), config)
+    rules = {finding.rule for finding in report.findings}
+
+    expected = EXPECTED_SCENARIO.get(_rule(fixture))
+    if expected is None:
+        assert 0 == report.exit_code(config), rules
+    else:
+        assert expected[0] in rules
+        assert expected[1] == report.exit_code(config)

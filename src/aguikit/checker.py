@@ -769,6 +769,14 @@ class _Checker:
                 self.where = Where(exc.line, exc.frame, exc.byte_offset)
                 self.add(exc.rule or "AGUI-D002", "decode", exc.message, event=number + 1)
                 return
+            except TransportError as exc:
+                if not number:
+                    raise  # nothing arrived: the source could not be read (exit 2)
+                # The connection broke mid-stream: what did arrive is judged, and the run it
+                # left open is reported as the consequence it is.
+                self.where = _NOWHERE
+                self.add(exc.rule, "transport", str(exc), event=number + 1)
+                self.broken_at = self.broken_at or number + 1
             self.where = _NOWHERE
             try:
                 self.session.finish()
