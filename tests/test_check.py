@@ -527,3 +527,14 @@ def test_junit_reports_an_unreadable_source_as_an_error_not_a_failure(tmp_path: 
     assert 2 == code
     assert ("0", "1") == (root.get("failures"), root.get("errors"))
     assert root.find("testsuite/testcase/error") is not None
+
+
+def test_replay_names_the_event_it_stopped_at_counting_from_one(tmp_path: Path) -> None:
+    """The same numbering as check: the second event is event 2."""
+    path = tmp_path / "r.sse"
+    path.write_bytes(sse(BROKEN[:2]))
+
+    code, _, err = cli("replay", str(path))
+
+    assert 1 == code
+    assert f"{path}: stopped at event 2: [AGUI-V012" in err

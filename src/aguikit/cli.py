@@ -371,7 +371,9 @@ def _run_replay(
             session.feed(data)
         session.finish()
     except AguiError as exc:
-        err.write(f"{source}: stopped: {exc}\n")
+        index = getattr(exc, "event_index", None)
+        where = f" at event {index + 1}" if isinstance(index, int) else ""  # 1-based, as check
+        err.write(f"{source}: stopped{where}: {exc}\n")
         code = EXIT_PROBLEMS
     out.write(_render_conversation(session, style) + "\n")
     return code
