@@ -538,3 +538,23 @@ def test_replay_names_the_event_it_stopped_at_counting_from_one(tmp_path: Path) 
 
     assert 1 == code
     assert f"{path}: stopped at event 2: [AGUI-V012" in err
+
+
+def test_a_report_file_never_holds_colour_codes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--output`` from a terminal: colour on the screen, plain text in the file."""
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    path, target = tmp_path / "b.sse", tmp_path / "report.txt"
+    path.write_bytes(sse(BROKEN))
+    screen = Tty()
+    with contextlib.redirect_stdout(screen), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["check", str(path), "--output", str(target), "--format", "text"])
+
+    assert 1 == code
+    assert "AGUI-V012" in target.read_text() and "\x1b[" not in target.read_text()

@@ -205,7 +205,9 @@ def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for report in reports:
         if report.unreadable is not None:
             err.write(f"aguikit: {report.unreadable}\n")
-    text = render(fmt, reports, config, _version(), Style.for_stream(out, no_color=args.no_color))
+    terminal = Style.for_stream(out, no_color=args.no_color)
+    # A report file never gets colour codes, whatever standard output is.
+    text = render(fmt, reports, config, _version(), Style(False) if args.output else terminal)
     if args.output is not None:
         try:
             Path(args.output).write_text(text, encoding="utf-8", errors="backslashreplace")
@@ -213,16 +215,8 @@ def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise Unreadable(
                 f"cannot write --output {args.output}: {exc.strerror or exc}"
             ) from None
-        if fmt != "text":
-            out.write(
-                render(
-                    "text",
-                    reports,
-                    config,
-                    _version(),
-                    Style.for_stream(out, no_color=args.no_color),
-                )
-            )
+        if fmt != "text":  # the CI log still shows what the report file holds
+            out.write(render("text", reports, config, _version(), terminal))
     else:
         out.write(text)
     return max((report.exit_code(config) for report in reports), default=EXIT_OK)
