@@ -558,3 +558,30 @@ def test_a_report_file_never_holds_colour_codes(
 
     assert 1 == code
     assert "AGUI-V012" in target.read_text() and "\x1b[" not in target.read_text()
+
+
+def test_every_json_report_matches_the_documented_schema(tmp_path: Path) -> None:
+    """docs/check-report.schema.json is the contract: clean, broken, grouped, unreadable."""
+    import jsonschema
+
+    schema = json.loads(
+        (Path(__file__).resolve().parent.parent / "docs" / "check-report.schema.json").read_text()
+    )
+    validator = jsonschema.Draft202012Validator(schema)
+    files = {
+        "good.sse": sse(GOOD),
+        "bad.sse": sse(BROKEN),
+        "vendor.jsonl": jsonl([{**e, "x": 1} for e in GOOD]),
+        "failed.sse": sse([START, {"type": "RUN_ERROR", "message": "m", "code": "c"}]),
+        "binary.sse": b"\x00\x01\x02",
+        "array.json": json.dumps(GOOD).encode(),
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    paths = [str(tmp_path / name) for name in files] + [str(tmp_path / "absent.jsonl")]
+
+    _, out, _ = cli("check", *paths, "--format", "json")
+    document = json.loads(out)
+
+    assert [] == [f"{e.json_path}: {e.message}" for e in validator.iter_errors(document)]
+    assert len(paths) == len(document["sources"])
