@@ -44,7 +44,7 @@ TINY = 1.5e-7
 """A float Python writes ``1.5e-07`` and pydantic ``1.5e-7``."""
 
 
-def _value(hint: Any, depth: int) -> Any:
+def _value(hint: Any, depth: int, choice: int = 0) -> Any:
     origin = typing.get_origin(hint)
     if hint is str:
         return "/s"  # a JSON pointer, for patch paths; any id or text accepts it too
@@ -63,24 +63,32 @@ def _value(hint: Any, depth: int) -> Any:
     if origin is Literal:
         return typing.get_args(hint)[0]
     if isinstance(hint, type) and attrs.has(hint):
-        return fully_populated(hint, depth + 1)
+        return fully_populated(hint, depth + 1, choice)
     if origin is list:
         (item,) = typing.get_args(hint)
         if typing.get_origin(item) in (typing.Union, types.UnionType):
-            return [_value(member, depth) for member in typing.get_args(item)]
-        return [_value(item, depth)]
+            return [_value(member, depth, choice) for member in typing.get_args(item)]
+        return [_value(item, depth, choice)]
     if origin in (typing.Union, types.UnionType):
         members = [m for m in typing.get_args(hint) if m is not type(None)]
         lists = [m for m in members if typing.get_origin(m) is list]
-        return _value(lists[0] if lists else members[0], depth)
+        if lists:
+            return _value(lists[0], depth, choice)
+        return _value(members[choice % len(members)], depth, choice)
     raise AssertionError(f"no value for {hint!r}")
 
 
-def fully_populated(cls: type, depth: int = 0) -> Any:
-    """An instance of ``cls`` with every member set, nested models fully populated too."""
+def fully_populated(cls: type, depth: int = 0, choice: int = 0) -> Any:
+    """
+    An instance of ``cls`` with every member set, nested models fully populated too; where a
+    member is one of several models (a run's outcome), ``choice`` picks which, so every
+    variant of every union is built by some ``choice`` in ``VARIANTS``.
+    """
     hints = typing.get_type_hints(cls)
     kwargs = {
-        f.name: _value(hints[f.name], depth) for f in attrs.fields(cls) if f.name != "extra_members"
+        f.name: _value(hints[f.name], depth, choice)
+        for f in attrs.fields(cls)
+        if f.name != "extra_members"
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -93,24 +101,66 @@ def _sdk_frame(wire: dict[str, Any]) -> str:
     return frame
 
 
+VARIANTS = range(3)
+"""The most members a non-list union of models has (RUN_FINISHED's outcome)."""
+
+
+@pytest.mark.parametrize("choice", VARIANTS)
 @pytest.mark.parametrize("event_type", SHARED)
-def test_a_fully_populated_typed_event_encodes_exactly_as_the_sdk_does(event_type: str) -> None:
+def test_a_fully_populated_typed_event_encodes_exactly_as_the_sdk_does(
+    event_type: str, choice: int
+) -> None:
     """Nested members in the SDK's field order, floats in its layout, at every depth."""
-    event = fully_populated(EVENT_CLASSES[event_type])
+    event = fully_populated(EVENT_CLASSES[event_type], choice=choice)
     wire = to_wire(event)
 
     assert is_valid(wire, strict=False), wire
     assert _sdk_frame(wire) == encode_sse(event)
 
 
+@pytest.mark.parametrize("choice", VARIANTS)
 @pytest.mark.parametrize("event_type", SHARED)
-def test_a_fully_populated_wire_dict_encodes_exactly_as_the_sdk_does(event_type: str) -> None:
+def test_a_fully_populated_wire_dict_encodes_exactly_as_the_sdk_does(
+    event_type: str, choice: int
+) -> None:
     """A dict in aguikit's member order comes out in the SDK's, like the typed event."""
-    wire = to_wire(fully_populated(EVENT_CLASSES[event_type]))
+    wire = to_wire(fully_populated(EVENT_CLASSES[event_type], choice=choice))
     shuffled = json.loads(json.dumps(wire, sort_keys=True))  # any order in, SDK order out
 
     assert _sdk_frame(wire) == encode_sse(shuffled)
     assert _sdk_frame(wire)[len("data: ") : -2] == dumps_event(shuffled)
+
+
+def test_the_variants_cover_every_model_class_an_event_can_hold() -> None:
+    """Every generated class but the deprecated events' appears in some fully built event."""
+    seen: set[str] = set()
+
+    def walk(obj: Any) -> None:
+        if attrs.has(type(obj)):
+            seen.add(type(obj).__name__)
+            for field in attrs.fields(type(obj)):
+                walk(getattr(obj, field.name))
+        elif isinstance(obj, list):
+            for item in obj:
+                walk(item)
+
+    for event_type in SHARED:
+        for choice in VARIANTS:
+            walk(fully_populated(EVENT_CLASSES[event_type], choice=choice))
+    reachable: set[str] = set()
+
+    def reach(hint: Any) -> None:
+        if isinstance(hint, type) and attrs.has(hint) and hint.__name__ not in reachable:
+            reachable.add(hint.__name__)
+            for member in typing.get_type_hints(hint).values():
+                reach(member)
+        for arg in typing.get_args(hint):
+            reach(arg)
+
+    for event_type in SHARED:
+        reach(EVENT_CLASSES[event_type])
+
+    assert set() == reachable - seen
 
 
 def test_the_member_order_table_is_the_installed_sdks() -> None:
