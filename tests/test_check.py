@@ -18,11 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
 from tests.servers import Route, serve
+from tests.strategies import legal_streams
 
 from aguikit.catalogue import RULES_BY_ID, Severity
 from aguikit.checker import CheckConfig, check_bytes, check_source
 from aguikit.cli import main
+from aguikit.encode import encode_sse_bytes
 from aguikit.transport.jsonl import encode_line
 from aguikit.transport.sse import encode
 
@@ -585,3 +588,16 @@ def test_every_json_report_matches_the_documented_schema(tmp_path: Path) -> None
 
     assert [] == [f"{e.json_path}: {e.message}" for e in validator.iter_errors(document)]
     assert len(paths) == len(document["sources"])
+
+
+@given(legal_streams())
+def test_every_legal_stream_checks_without_an_error(events: list[Any]) -> None:
+    """The grammar's streams, written by aguikit's encoder: no error-level finding."""
+    data = b"".join(encode_sse_bytes(event) for event in events)
+
+    report = check_bytes(data, "legal.sse")
+
+    assert [] == [
+        (f.rule, f.event, f.message) for f in report.findings if f.severity is Severity.ERROR
+    ]
+    assert len(events) == report.events
