@@ -345,6 +345,7 @@ def test_raw_json_lines_in_an_sse_file_are_an_error_with_a_hint(tmp_path: Path) 
     assert 1 == code
     assert f"{path}:1: stream: error AGUI-K004" in out
     assert "hint: write each event as 'data: {...}'" in out
+    assert "AGUI-D004" not in out and "AGUI-V007" not in out  # no misleading consequences
 
 
 def test_binary_input_is_not_text(tmp_path: Path) -> None:
@@ -357,6 +358,7 @@ def test_binary_input_is_not_text(tmp_path: Path) -> None:
     assert 2 == code
     assert "not text" in err
     assert "AGUI-K006" in out
+    assert "AGUI-V007" not in out
 
 
 def test_parent_message_id_naming_no_message_is_a_note() -> None:

@@ -513,8 +513,10 @@ class _Reader:
                 for frame in frames:
                     obj = frame_object(frame, source=self.report.source, max_depth=config.max_depth)
                     yield obj, Where(frame.line, frame.number, frame.byte_offset)
-        except DecodeError:
+        except DecodeError as exc:
             self._json_lines(decoder)  # the likelier cause of a cut frame: say it first
+            if exc.rule == "AGUI-D004" and decoder.json_lines and not decoder.frames_decoded:
+                return  # JSON lines and no frame at all: "truncated" would only be noise
             raise
         self._json_lines(decoder)
 
@@ -778,6 +780,10 @@ class _Checker:
                 self.add(exc.rule, "transport", str(exc), event=number + 1)
                 self.broken_at = self.broken_at or number + 1
             self.where = _NOWHERE
+            if report.unreadable is not None or (
+                not number and any(f.rule == "AGUI-K004" for f in report.findings)
+            ):
+                return  # not a stream at all: nothing to say about how it ended
             try:
                 self.session.finish()
             except ProtocolError as exc:
