@@ -2,7 +2,9 @@
 Every build task of aguikit, one session per concern (``nox -l`` lists them).
 
 CI runs the default sessions (``nox``); ``bench`` and ``fuzz`` are opt-in because they
-measure or search rather than check.
+measure or search rather than check.  Arguments after ``--`` reach every selected session,
+so only ``tests`` reads them (they are pytest's); ``lint``, ``typecheck`` and
+``codegen_check`` run with fixed arguments and ignore them.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ def tests(session: nox.Session) -> None:
     """Unit, property and conformance tests (the official corpus is read from ../shared)."""
     # mypy and dmcg too: the typing tests run mypy, the codegen tests regenerate.
     session.install("-e", ".[test]", "mypy", "types-jsonschema", "types-protobuf", DMCG, PROTOC)
-    # The official @ag-ui/proto, the oracle of tests/test_proto_official.py, into the
-    # gitignored tests/node/node_modules; CI sets AGUIKIT_REQUIRE_NODE so it cannot skip.
+    # The official @ag-ui/proto (oracle of tests/test_proto_official.py) and @ag-ui/client
+    # (the integration tests) into the gitignored tests/node/node_modules; CI sets
+    # AGUIKIT_REQUIRE_NODE so they cannot skip.
     if shutil.which("npm"):
         session.run(
             "npm", "install", "--no-audit", "--no-fund", "--prefix", str(NODE), external=True
@@ -60,7 +63,9 @@ def lint(session: nox.Session) -> None:
 @nox.session(tags=["check"])
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on src/ (generated code included: it is typed like the rest)."""
-    session.install("-e", ".", "mypy", "types-jsonschema", "types-protobuf")
+    # The optional extras too: the server speaks Starlette, interop the official SDK; the
+    # protobuf stubs type the generated agui_pb2 and its callers.
+    session.install("-e", ".[server,sdk]", "mypy", "types-jsonschema", "types-protobuf")
     session.run("mypy", "--strict", str(SRC))
 
 
@@ -76,7 +81,9 @@ def codegen_check(session: nox.Session) -> None:
     """Fail, naming the files, when the checked-in generated code differs from schema/, and
     naming the field, when schema/proto-ledger.txt lacks a number or lost or changed one."""
     session.install("-e", ".", DMCG, PROTOC)
-    session.run("python", str(CODEGEN), "--check", *session.posargs)
+    # No posargs: `nox -- -k foo` (and `./dev test -- -k foo`) are pytest's arguments, and
+    # every default session receives them; a check with fixed arguments must ignore them.
+    session.run("python", str(CODEGEN), "--check")
 
 
 @nox.session(default=False)

@@ -2,7 +2,7 @@
 Regenerate aguikit's typed models from ``schema/``.
 
 The schema directory is the only place a protocol shape is written.  This program turns it
-into three checked-in files under ``src/aguikit/_generated/``:
+into four checked-in files under ``src/aguikit/_generated/``:
 
 ``schema.json``
     Every family file's ``$defs`` merged into one document with local references, so the
@@ -24,6 +24,9 @@ into three checked-in files under ``src/aguikit/_generated/``:
     member.  Generating them means the verifier table can be checked against the schema
     rather than against a list someone typed, and that no module rediscovers a union's
     discriminator at run time.
+``exports.py``
+    The public surface ``aguikit.models`` re-exports: every generated model name and the
+    registry's public facts, so a new class is public the moment it is generated.
 
 Only what a template cannot express is done here: bundling, and a pre-pass that flattens
 ``allOf`` (attrs slotted classes cannot inherit from two bases), turns open maps into
@@ -137,6 +140,65 @@ def protocol_version(schema_id: str) -> str:
     return match[1]
 
 
+# --------------------------------------------------------------------------- event lists
+
+
+def _is_event(definition: Json) -> bool:
+    """Composes ``BaseEvent`` and pins its own ``type``: an event definition."""
+    bases = [part.get("$ref", "") for part in definition.get("allOf", [])]
+    pinned = definition.get("properties", {}).get("type", {})
+    return any(ref.endswith("#/$defs/BaseEvent") for ref in bases) and "const" in pinned
+
+
+def _insert_before_deprecated(items: list[Any], new: list[Any], deprecated: Any) -> None:
+    at = next((i for i, item in enumerate(items) if item in deprecated), len(items))
+    items[at:at] = new
+
+
+def sync_event_lists(files: dict[str, Json]) -> dict[str, list[str]]:
+    """
+    Add every event definition of the family files to ``EventType`` and to ``Event``.
+
+    Both lists are facts about the family files (an event is a definition composing
+    ``BaseEvent`` with a ``type`` const), so a maintainer adding an event edits its family
+    file only and codegen writes the two lists, placing new members before the deprecated
+    ones.  Changes ``files`` in place; returns what it added, by file name (empty: current).
+    Removing an event is left to the maintainer, and the lint names a stale entry.
+    """
+    root, base = files.get(ROOT_FILE), files.get("base.json")
+    if root is None or base is None or "Event" not in root.get("$defs", {}):
+        return {}
+    union: list[Json] = root["$defs"]["Event"]["oneOf"]
+    enum: list[str] = base["$defs"]["EventType"]["enum"]
+    listed = {option.get("$ref", "").rsplit("/", 1)[-1] for option in union}
+    old_refs: set[str] = set()
+    old_types: set[str] = set()
+    new_refs: list[Json] = []
+    new_types: list[str] = []
+    for file_name, doc in files.items():
+        for name, definition in doc.get("$defs", {}).items():
+            if not _is_event(definition):
+                continue
+            ref = f"#/$defs/{name}" if file_name == ROOT_FILE else f"{file_name}#/$defs/{name}"
+            event_type = definition["properties"]["type"]["const"]
+            if definition.get("deprecated"):
+                old_refs.add(ref)
+                old_types.add(event_type)
+            if name not in listed:
+                new_refs.append({"$ref": ref})
+            if event_type not in enum and event_type not in new_types:
+                new_types.append(event_type)
+    added: dict[str, list[str]] = {}
+    if new_refs:
+        deprecated = [option for option in union if option.get("$ref") in old_refs]
+        _insert_before_deprecated(union, new_refs, deprecated)
+        added[ROOT_FILE] = [r["$ref"].rsplit("/", 1)[-1] for r in new_refs]
+    if new_types:
+        _insert_before_deprecated(enum, new_types, old_types)
+        added["base.json"] = new_types
+    return added
+
+
 # --------------------------------------------------------------------------- pre-pass
 
 
@@ -201,6 +263,7 @@ def prepass(bundled: Json) -> Json:
         node.pop("$anchor", None)
         node.pop("default", None)
         node.pop("x-since", None)  # read by the registry (SINCE), not by the models
+        node.pop("x-open", None)  # read by the lint only
         if node.get("deprecated") is True:
             node.pop("deprecated")
             node["x-deprecated"] = node.get("description", "deprecated").split(".")[0]
@@ -397,12 +460,12 @@ def union_tags(unions: dict[str, Discriminated]) -> dict[str, tuple[str, str]]:
     return tags
 
 
-def _check_event_types(enum: list[str], by_type: list[tuple[str, str]]) -> None:
-    """Stop codegen, naming each difference, unless ``EventType`` lists the union's types."""
+def _event_type_problems(enum: list[str], by_type: list[tuple[str, str]]) -> list[str]:
+    """Each way ``EventType`` and the ``Event`` union disagree, naming the types."""
     listed = Counter(enum)
     pinned = Counter(event_type for event_type, _ in by_type)
     if listed == pinned:
-        return
+        return []
     problems = []
     only_enum = [t for t in listed if t not in pinned]
     only_union = [t for t in pinned if t not in listed]
@@ -416,7 +479,120 @@ def _check_event_types(enum: list[str], by_type: list[tuple[str, str]]) -> None:
     repeated = [t for t, n in listed.items() if n > 1]
     if repeated:
         problems.append(f"listed more than once in EventType: {', '.join(repeated)}")
-    raise SystemExit("EventType and the Event union disagree: " + "; ".join(problems))
+    return ["EventType and the Event union disagree: " + "; ".join(problems)]
+
+
+def _check_event_types(enum: list[str], by_type: list[tuple[str, str]]) -> None:
+    """Stop codegen, naming each difference, unless ``EventType`` lists the union's types."""
+    problems = _event_type_problems(enum, by_type)
+    if problems:
+        raise SystemExit(problems[0])
+
+
+# --------------------------------------------------------------------------- lint
+
+_VERSION = re.compile(r"^(\d+)\.(\d+)$")
+_REPLACEMENT = re.compile(r"\buse ([A-Z][A-Z_]+)\b")
+
+
+def _is_object(node: Json) -> bool:
+    return node.get("type") == "object" or "properties" in node or "allOf" in node
+
+
+def _is_closed(node: Json) -> bool:
+    return node.get("unevaluatedProperties") is False or node.get("additionalProperties") is False
+
+
+def _open_problem(where: str, node: Json) -> str | None:
+    why = node.get("x-open")
+    if _is_closed(node):
+        return f"{where}: closed and marked x-open at once" if why is not None else None
+    if not (isinstance(why, str) and why.strip()):
+        return (
+            f'{where}: an object must be closed ("unevaluatedProperties": false) or marked '
+            'open on purpose with "x-open": "<why>"'
+        )
+    return None
+
+
+def _inline_objects(node: Any, where: str) -> Iterator[tuple[str, Json]]:
+    """Object schemas declared inline below a definition (not behind a ``$ref``)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(value, dict):
+                if key == "properties":
+                    for prop, schema in value.items():
+                        if isinstance(schema, dict):
+                            here = f"{where}.{prop}"
+                            if "properties" in schema:
+                                yield here, schema
+                            yield from _inline_objects(schema, here)
+                    continue
+                yield from _inline_objects(value, where)
+            elif isinstance(value, list):
+                for item in value:
+                    yield from _inline_objects(item, where)
+
+
+def lint(bundled: Json) -> list[str]:
+    """
+    The schema's conventions, as problems naming the definition (empty: the schema is fine).
+
+    Run by codegen before it renders anything, and by ``tests/test_schema_lint.py``, so
+    a definition that breaks a convention fails the build instead of passing every test:
+
+    * every definition has ``$anchor`` equal to its name (``input.json#RunAgentInput``);
+    * every definition has a ``description`` (it becomes the class docstring);
+    * every object is closed (``unevaluatedProperties: false``) unless it says why it is
+      open, in ``"x-open": "<reason>"`` (mixins, RFC 6902 operations, maps whose keys are
+      data); inline objects with properties are held to the same rule;
+    * a ``deprecated`` event says ``use <EVENT_TYPE>``, naming a current event type;
+    * ``x-since`` is a ``MAJOR.MINOR`` no newer than the schema's own version;
+    * ``EventType`` lists exactly the types the ``Event`` union's members pin, by name.
+    """
+    defs: Json = bundled["$defs"]
+    problems: list[str] = []
+    own = protocol_version(bundled["$id"])
+    own_key = tuple(int(part) for part in own.split("."))
+    for name, node in defs.items():
+        if node.get("$anchor") != name:
+            problems.append(f'{name}: "$anchor" must be {name!r}')
+        if not (isinstance(node.get("description"), str) and node["description"].strip()):
+            problems.append(f"{name}: no description (it becomes the class docstring)")
+        if _is_object(node):
+            problem = _open_problem(name, node)
+            if problem:
+                problems.append(problem)
+        for where, inline in _inline_objects(node, name):
+            problem = _open_problem(where, inline)
+            if problem:
+                problems.append(problem)
+        for holder in _walk(node):
+            since = holder.get("x-since")
+            if since is None:
+                continue
+            match = _VERSION.match(since) if isinstance(since, str) else None
+            if match is None or (int(match[1]), int(match[2])) > own_key:
+                problems.append(
+                    f"{name}: x-since {since!r} must be MAJOR.MINOR, at most {own} (the $id's)"
+                )
+    union = [_ref_name(option) for option in defs.get("Event", {}).get("oneOf", [])]
+    members = [member for member in union if member in defs]
+    done: dict[str, Json] = {}
+    by_type = [
+        (_pins(_flatten(m, defs, done)).get("type", f"<no type const in {m}>"), m) for m in members
+    ]
+    current = {t for t, m in by_type if not defs[m].get("deprecated")}
+    for _, member in by_type:
+        if defs[member].get("deprecated"):
+            named = _REPLACEMENT.findall(defs[member].get("description", ""))
+            if not any(replacement in current for replacement in named):
+                problems.append(
+                    f"{member}: deprecated, so its description must name the replacement "
+                    f'("use <EVENT_TYPE>"); found {named or "none"}'
+                )
+    problems += _event_type_problems(defs.get("EventType", {}).get("enum", []), by_type)
+    return problems
 
 
 def _union_table(unions: dict[str, Discriminated], name: str, prop: str) -> list[tuple[str, str]]:
@@ -553,6 +729,62 @@ def render_registry(bundled: Json, header: str, workdir: Path) -> str:
     return _ruff_format("\n".join(lines), workdir, "registry.py")
 
 
+PUBLIC_REGISTRY_NAMES = (
+    "DEPRECATED_EVENT_TYPES",
+    "EVENT_CLASSES",
+    "MESSAGE_CLASSES",
+    "PROTOCOL_VERSION",
+    "SCHEMA_ID",
+)
+"""The registry facts ``aguikit.models`` re-exports next to the classes."""
+
+
+def public_model_names(models_text: str) -> list[str]:
+    """
+    Every name the generated models module defines at top level, sorted.
+
+    Read from the rendered text (classes, enums and type aliases alike), so a definition
+    added to the schema is exported by ``aguikit.models`` the moment it is generated.
+    """
+    import ast
+
+    names: set[str] = set()
+    for node in ast.parse(models_text).body:
+        if isinstance(node, ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {target.id for target in node.targets if isinstance(target, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return sorted(name for name in names if not name.startswith("_"))
+
+
+def render_exports(models_text: str, header: str, workdir: Path) -> str:
+    """The public surface ``aguikit.models`` star-imports: every model and the registry facts."""
+    classes = public_model_names(models_text)
+    lines = [
+        header,
+        "",
+        '"""',
+        "Every public name of the generated code, for ``aguikit.models`` to re-export.",
+        "",
+        "Generated, so a class the schema gains is public without anyone editing a list.",
+        '"""',
+        "",
+        "from .models import (",
+        *[f"    {name}," for name in classes],
+        ")",
+        "from .registry import (",
+        *[f"    {name}," for name in PUBLIC_REGISTRY_NAMES],
+        ")",
+        "",
+        "__all__ = [",
+        *[f"    {name!r}," for name in sorted([*PUBLIC_REGISTRY_NAMES, *classes])],
+        "]",
+    ]
+    return _ruff_format("\n".join(lines), workdir, "exports.py")
+
+
 INIT = '''{header}
 
 """
@@ -619,17 +851,22 @@ def generate_all(schema_dir: Path) -> dict[str, str]:
     before dmcg spends its time on the models.
     """
     bundled = bundle(load_family_files(schema_dir))
+    problems = lint(bundled)
+    if problems:
+        raise SystemExit("schema lint failed:\n  " + "\n  ".join(problems))
     header = HEADER.format(schema_id=bundled["$id"])
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         registry = render_registry(bundled, header, work)
         protobuf = render_protobuf(bundled, schema_dir, header, work)
         models = render_models(prepass(bundled), header, work)
+        exports = render_exports(models, header, work)
     return {
         "__init__.py": INIT.format(header=header),
         "schema.json": json.dumps(bundled, indent=2, ensure_ascii=False) + "\n",
         "models.py": models,
         "registry.py": registry,
+        "exports.py": exports,
         **protobuf,
     }
 
@@ -640,6 +877,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schema", type=Path, default=SCHEMA_DIR)
     parser.add_argument("--out", type=Path, default=OUTPUT_DIR)
     args = parser.parse_args(argv)
+    family_files = load_family_files(args.schema)
+    added = sync_event_lists(family_files)
+    for file_name, names in added.items():
+        where = "the Event union" if file_name == ROOT_FILE else "EventType"
+        if args.check:
+            print(f"drift: schema/{file_name}: {where} lacks {', '.join(names)}")
+        else:
+            path = args.schema / file_name
+            text = json.dumps(family_files[file_name], indent=2, ensure_ascii=False) + "\n"
+            path.write_text(text, encoding="utf-8")
+            print(f"schema/{file_name}: added {', '.join(names)} to {where}")
+    if added and args.check:
+        print("run `nox -s codegen` and commit the result")
+        return 1
     files = generate_all(args.schema)
     if args.check:
         stale = []

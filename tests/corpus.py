@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,20 @@ def params(selected: list[Stream] | None = None) -> list[Any]:
             )
         ]
     return [pytest.param(case, id=case.id) for case in cases]
+
+
+def event_params(keep: Callable[[Any], bool] = lambda event: True) -> list[Any]:
+    """
+    ``pytest.param`` per event of every stream that ``keep`` accepts, with the id
+    ``<stream id>#<index>``; the single skipping param of :func:`params` when there is none.
+    """
+    cases = [
+        pytest.param(event, id=f"{stream.id}#{index}")
+        for stream in streams()
+        for index, event in enumerate(stream.events)
+        if keep(event)
+    ]
+    return cases or params([])
 
 
 def subset_match(expected: Any, actual: Any) -> bool:

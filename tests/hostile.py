@@ -19,7 +19,7 @@ import reprlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tests import corpus
+from tests import corpus, support
 
 from aguikit.models import EVENT_CLASSES
 
@@ -81,17 +81,15 @@ def hostile_value(rng: random.Random) -> Any:
 def corpus_events() -> list[dict[str, Any]]:
     """Every event of every corpus stream, plus hand-made ones so the list is never empty."""
     events: list[dict[str, Any]] = [
-        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
-        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
-        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "hi"},
-        {"type": "TEXT_MESSAGE_END", "messageId": "m"},
-        {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f", "parentMessageId": "m"},
-        {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": '{"a":'},
-        {"type": "TOOL_CALL_END", "toolCallId": "c"},
-        {"type": "TOOL_CALL_RESULT", "messageId": "tm", "toolCallId": "c", "content": "ok"},
-        {"type": "STATE_SNAPSHOT", "snapshot": {"a": [1, 2, {"b": None}]}},
-        {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a/-", "value": 3}]},
-        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+        support.run_started(thread_id="t", run_id="r"),
+        *support.text_message("m", "hi"),
+        support.tool_call_start("c", parentMessageId="m"),
+        support.tool_call_args("c", '{"a":'),
+        support.tool_call_end("c"),
+        support.tool_call_result("c", message_id="tm"),
+        support.state_snapshot({"a": [1, 2, {"b": None}]}),
+        support.state_delta([{"op": "add", "path": "/a/-", "value": 3}]),
+        support.run_finished(thread_id="t", run_id="r"),
     ]
     for stream in corpus.streams():
         events.extend(e for e in stream.events if isinstance(e, dict))
@@ -257,6 +255,18 @@ def sse_bytes(events: list[Any]) -> bytes:
         b"data: " + json.dumps(e, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n\n"
         for e in events
     )
+
+
+def serialisable(events: list[Any]) -> list[Any]:
+    """The events ``json.dumps`` can write (NaN and infinities included), the rest dropped."""
+    out = []
+    for event in events:
+        try:
+            json.dumps(event, allow_nan=True)
+        except (ValueError, RecursionError, TypeError):
+            continue
+        out.append(event)
+    return out
 
 
 def mutate_bytes(data: bytes, rng: random.Random) -> bytes:

@@ -16,7 +16,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -68,17 +68,6 @@ class RecordingServer:
     def add(self, path: str, route: Route) -> str:
         self.routes[path] = route
         return self.url(path)
-
-
-def split_every(data: bytes, sizes: Sequence[int]) -> list[bytes]:
-    """Cut ``data`` into pieces of the given sizes, cycling through them (odd boundaries)."""
-    pieces, at, i = [], 0, 0
-    while at < len(data):
-        step = max(1, sizes[i % len(sizes)])
-        pieces.append(data[at : at + step])
-        at += step
-        i += 1
-    return pieces
 
 
 def _handler(server: RecordingServer) -> type[BaseHTTPRequestHandler]:
@@ -150,3 +139,34 @@ def serve() -> Iterator[RecordingServer]:
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+@contextlib.contextmanager
+def serve_asgi(app: Any) -> Iterator[str]:
+    """
+    Run an ASGI app with a real uvicorn server on a free loopback port for the duration of
+    the block; yields the base URL (``http://127.0.0.1:PORT``).
+    """
+    import asyncio
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

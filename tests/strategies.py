@@ -3,9 +3,11 @@ Hypothesis strategies shared by the test suite.
 
 The central piece is :func:`instances`: a strategy for *schema-valid* instances of any
 generated model class, derived from the class's annotations plus the constraints the
-bundled schema states for each property (integer bounds, ``minItems``, JSON pointers,
-"any JSON value but null").  Deriving instead of hand-writing means a schema change is
-exercised the moment the models are regenerated, with no strategy to update.
+bundled schema states for each property (numeric bounds, string lengths, patterns and
+formats, item counts, JSON pointers, "any JSON value but null"; :data:`CONSTRAINTS` lists
+them, and a test fails on a keyword the schema uses that is not there).  Deriving instead
+of hand-writing means a schema change is exercised the moment the models are regenerated,
+with no strategy to update.
 
 On top of it: :func:`documents` (the wire dicts), :func:`events` (any event), JSON values
 that survive a JSON round trip unchanged (no NaN, integers within +-(2**53 - 1)), and
@@ -16,8 +18,10 @@ test can check that the validator names that place.
 from __future__ import annotations
 
 import base64
+import datetime
 import functools
 import json
+import math
 import types
 import typing
 from collections.abc import Iterator
@@ -192,10 +196,16 @@ def _for_type(
         item_schema = (
             _deref(schema.get("items", {})) if isinstance(schema.get("items"), dict) else {}
         )
+        low = schema.get("minItems", 0)
         return st.lists(
             _for_type(item, item_schema, nullable_any, omit, full),
-            min_size=max(1 if full else 0, schema.get("minItems", 0)),
-            max_size=max(2, schema.get("minItems", 0)),
+            min_size=max(1 if full else 0, low),
+            max_size=schema.get("maxItems", max(2, low)),
+            unique_by=(
+                lambda v: json.dumps(to_wire(v) if attrs.has(type(v)) else v, sort_keys=True)
+            )
+            if schema.get("uniqueItems")
+            else None,
         )
     if origin is dict:
         return json_objects
@@ -209,18 +219,104 @@ def _for_type(
         if annotation is bool:
             return st.booleans()
         if annotation is int:
-            return st.integers(
-                schema.get("minimum", -MAX_SAFE_INT), schema.get("maximum", MAX_SAFE_INT)
-            )
+            return integers_for(schema)
         if annotation is float:
-            return st.floats(allow_nan=False, allow_infinity=False)
+            return numbers_for(schema)
         if annotation is str:
-            if "JsonPointer" in schema.get("x-ref", ()) or "pattern" in schema:
-                return json_pointers
-            if schema.get("contentEncoding") == "base64":
-                return base64_text
-            return json_text
+            return strings_for(schema)
     raise TypeError(f"no strategy for {annotation!r}")
+
+
+CONSTRAINTS: Final = frozenset(
+    {
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "contentEncoding",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+    }
+)
+"""Every value constraint the strategies honour; ``tests/test_strategies.py`` fails on a
+keyword the schema uses that is not in this set, so a new constraint cannot be ignored."""
+
+
+def integers_for(schema: dict[str, Any]) -> st.SearchStrategy[int]:
+    """Integers within the schema's bounds (inclusive and exclusive) and ``multipleOf``."""
+    low = schema.get("minimum", -MAX_SAFE_INT)
+    high = schema.get("maximum", MAX_SAFE_INT)
+    if "exclusiveMinimum" in schema:
+        low = max(low, math.floor(schema["exclusiveMinimum"]) + 1)
+    if "exclusiveMaximum" in schema:
+        high = min(high, math.ceil(schema["exclusiveMaximum"]) - 1)
+    low, high = math.ceil(low), math.floor(high)
+    step = schema.get("multipleOf")
+    if isinstance(step, int) and step > 0:
+        return st.integers(-(-low // step), high // step).map(lambda n: n * step)
+    return st.integers(low, high)
+
+
+def numbers_for(schema: dict[str, Any]) -> st.SearchStrategy[float]:
+    """Finite floats within the schema's bounds, inclusive or exclusive."""
+    low = schema.get("exclusiveMinimum", schema.get("minimum"))
+    high = schema.get("exclusiveMaximum", schema.get("maximum"))
+    strategy = st.floats(
+        min_value=None if low is None else float(low),
+        max_value=None if high is None else float(high),
+        exclude_min="exclusiveMinimum" in schema,
+        exclude_max="exclusiveMaximum" in schema,
+        allow_nan=False,
+        allow_infinity=False,
+    )
+    step = schema.get("multipleOf")
+    if step:
+        strategy = strategy.map(lambda x: round(x / step) * step).filter(
+            lambda x: (low is None or x >= low) and (high is None or x <= high)
+        )
+    return strategy
+
+
+_FORMATS: Final[dict[str, st.SearchStrategy[str]]] = {
+    "date-time": st.datetimes(timezones=st.just(datetime.UTC)).map(
+        lambda d: d.isoformat().replace("+00:00", "Z")
+    ),
+    "date": st.dates().map(lambda d: d.isoformat()),
+    "uuid": st.uuids().map(str),
+    "uri": st.from_regex(r"\Ahttps://[a-z]{1,8}\.example/[a-z0-9]{0,8}\Z"),
+    "email": st.from_regex(r"\A[a-z]{1,8}@[a-z]{1,8}\.example\Z"),
+}
+
+
+def strings_for(schema: dict[str, Any]) -> st.SearchStrategy[str]:
+    """Strings honouring ``pattern``, ``format``, ``contentEncoding`` and the length bounds."""
+    if "JsonPointer" in schema.get("x-ref", ()):
+        strategy: st.SearchStrategy[str] = json_pointers
+    elif "pattern" in schema:
+        strategy = st.from_regex(schema["pattern"], alphabet=st.characters(codec="utf-8"))
+    elif "format" in schema:
+        if schema["format"] not in _FORMATS:
+            raise TypeError(f"no strategy for format {schema['format']!r}")
+        strategy = _FORMATS[schema["format"]]
+    elif schema.get("contentEncoding") == "base64":
+        strategy = base64_text
+    else:
+        low, high = schema.get("minLength", 0), schema.get("maxLength")
+        return st.text(
+            st.characters(codec="utf-8"),
+            min_size=low,
+            max_size=max(low, 12) if high is None else high,
+        )
+    low, high = schema.get("minLength", 0), schema.get("maxLength")
+    if low or high is not None:
+        strategy = strategy.filter(lambda s: len(s) >= low and (high is None or len(s) <= high))
+    return strategy
 
 
 def _constructor(cls: type) -> Any:
@@ -281,7 +377,7 @@ def documents(cls: type, *, nullable_any: bool = True) -> st.SearchStrategy[dict
 def events(
     types_: typing.Iterable[str] | None = None, *, nullable_any: bool = True
 ) -> st.SearchStrategy[Any]:
-    """Schema-valid events of the given wire types (all 36 by default)."""
+    """Schema-valid events of the given wire types (every event type by default)."""
     chosen = EVENT_TYPES if types_ is None else tuple(types_)
     return st.one_of([instances(EVENT_CLASSES[t], nullable_any=nullable_any) for t in chosen])
 
@@ -518,11 +614,13 @@ def _tool(draw: Any, ids: _Ids, tag: str | None, parent: str | None) -> list[Any
             subagent_run_id=start_tag,
         )
     ]
+    # The fragments join into JSON text, as a call's arguments are (aguikit check: K008).
+    fragments = ([], ["{}"], ['{"q":', "1}"])[draw(st.integers(0, 2))]
     seq += [
         models.ToolCallArgsEvent(
-            tool_call_id=cid, delta="{}", subagent_run_id=_maybe_tag(draw, tag)
+            tool_call_id=cid, delta=fragment, subagent_run_id=_maybe_tag(draw, tag)
         )
-        for _ in range(draw(st.integers(0, 2)))
+        for fragment in fragments
     ]
     seq.append(models.ToolCallEndEvent(tool_call_id=cid, subagent_run_id=_maybe_tag(draw, tag)))
     if draw(st.booleans()):

@@ -600,3 +600,40 @@ def test_a_remove_operation_carrying_an_extra_value_applies() -> None:
     )
 
     assert {"items": ["a", "b"]} == applier.state
+
+
+@pytest.mark.parametrize(
+    "ops",
+    [
+        [{"op": "add", "path": "/a/b/-", "value": 4}],
+        [{"op": "remove", "path": "/zz"}],
+        [{"op": "frob", "path": "/a"}],
+        [{"path": "/a"}],
+        [{"op": "add"}],
+        [{"op": "replace", "path": "", "value": 5}],
+        [{"op": "move", "from": "/a", "path": "/a/b"}],
+        [{"op": "add", "path": "/n", "value": 1}, {"op": "test", "path": "/c", "value": "y"}],
+    ],
+)
+def test_apply_patch_agrees_with_jsonpatch_on_results_and_failures(ops: list[Any]) -> None:
+    """The engine skips jsonpatch's duplicate validation pass, never its verdicts."""
+    import copy
+
+    import jsonpatch
+
+    document = {"a": {"b": [1, 2, 3]}, "c": "x"}
+    theirs, ours = copy.deepcopy(document), copy.deepcopy(document)
+    try:
+        expected: Any = (
+            "applied",
+            jsonpatch.JsonPatch(ops).apply(theirs, in_place=True, atomic=True),
+        )
+    except jsonpatch.JsonPatchException:
+        expected = ("refused",)
+    try:
+        got: Any = ("applied", apply_patch(ours, ops))
+    except PatchError:
+        got = ("refused",)
+
+    assert expected == got
+    assert theirs == ours  # atomic: a failure leaves both documents as they were

@@ -11,19 +11,19 @@ reports that is not a row, fails here.
 from __future__ import annotations
 
 import ast
+import asyncio
 import re
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
+from tests.support import typed
 
 from aguikit import catalogue
-from aguikit._generated.registry import EVENT_CLASSES
 from aguikit.apply import Applier
 from aguikit.catalogue import RULES, RULES_BY_ID, Rule, Severity, Stage, find_rule, suggest_rule
+from aguikit.checker import check_bytes
 from aguikit.chunks import normalize_all
 from aguikit.cli import main
 from aguikit.errors import (
@@ -36,12 +36,12 @@ from aguikit.errors import (
     UnknownEventTypeError,
 )
 from aguikit.proto import encode_message, iter_proto_wire
+from aguikit.server import RunWriter
 from aguikit.session import Session
-from aguikit.transport.jsonl import iter_jsonl
+from aguikit.transport.jsonl import encode_line, iter_jsonl
 from aguikit.transport.proto import looks_like_frames
 from aguikit.transport.sse import iter_events
 from aguikit.validate import validate_event
-from aguikit.wire import parse_event
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "aguikit"
 
@@ -50,14 +50,20 @@ OTHER_STAGES = [rule for rule in RULES if rule.stage not in (Stage.VERIFIER, Sta
 tests/test_http.py)."""
 
 
-def _typed(document: Mapping[str, Any], in_process: bool) -> Any:
-    if not in_process:
-        return parse_event(document, check=False)
-    cls = EVENT_CLASSES[document["type"]]
-    names = {str(f.metadata.get("wire", f.name)): f.name for f in attrs.fields(cls)}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return cls(**{names[key]: value for key, value in document.items()})
+def _repaired(example: tuple[Mapping[str, Any], ...]) -> set[str]:
+    """The ids a repair-mode ``RunWriter`` reports emitting the example's in-run events
+    (it writes the example's first ``RUN_STARTED`` and last ``RUN_FINISHED`` itself)."""
+    started = example[0]
+    run_input = {"threadId": started["threadId"], "runId": started["runId"], "messages": []}
+
+    async def produce() -> list[str]:
+        run = RunWriter(run_input, mode="repair")
+        async with run:
+            for document in example[1:-1]:
+                await run.emit(document)
+        return [warning.rule for warning in run.warnings]
+
+    return set(asyncio.run(produce()))
 
 
 def _triggered(rule: Rule) -> set[str]:
@@ -95,7 +101,7 @@ def _triggered(rule: Rule) -> set[str]:
                 note(error)
     elif rule.stage is Stage.NORMALIZER:
         try:
-            normalize_all(_typed(d, rule.in_process) for d in rule.example)
+            normalize_all(typed(d, in_process=rule.in_process) for d in rule.example)
         except AguiError as error:
             note(error)
     elif rule.stage is Stage.APPLIER:
@@ -103,10 +109,18 @@ def _triggered(rule: Rule) -> set[str]:
         applier = Applier(on_warning=lambda symbol, message: symbols.append(symbol))
         for document in rule.example:
             try:
-                applier.apply(_typed(document, rule.in_process))
+                applier.apply(typed(document, in_process=rule.in_process))
             except AguiError as error:
                 note(error)
         seen |= {catalogue.RULES_BY_SYMBOL[symbol].id for symbol in symbols}
+    elif rule.stage is Stage.PRODUCER:
+        seen |= _repaired(rule.example)
+    elif rule.stage is Stage.CHECKER:
+        if rule.example_bytes is not None:
+            data, name = rule.example_bytes, "example.sse" if rule.id == "AGUI-K004" else "example"
+        else:
+            data, name = b"".join(encode_line(d).encode() for d in rule.example), "example.jsonl"
+        seen |= {finding.rule for finding in check_bytes(data, name).findings}
     elif rule.stage is Stage.RECEIVER:
         session = Session()
         try:
@@ -140,7 +154,7 @@ def test_every_error_class_that_reports_a_rule_names_a_row() -> None:
 
 def test_ids_are_stable_in_form_and_symbols_are_kebab_case() -> None:
     """``AGUI-`` + a stage letter + three digits; symbols are what people grep for."""
-    assert [] == [r.id for r in RULES if not re.fullmatch(r"AGUI-[CDLPSTVW]\d{3}", r.id)]
+    assert [] == [r.id for r in RULES if not re.fullmatch(r"AGUI-[CDKLPSTVW]\d{3}", r.id)]
     assert [] == [r.symbol for r in RULES if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", r.symbol)]
     assert len(RULES) == len(RULES_BY_ID) == len(catalogue.RULES_BY_SYMBOL)
 

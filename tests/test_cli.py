@@ -6,25 +6,38 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from tests.servers import Route, serve, split_every
+from tests.servers import Route, serve
+from tests.support import (
+    jsonl_bytes,
+    run_finished,
+    run_input,
+    run_started,
+    split_every,
+    sse_bytes,
+    state_snapshot,
+    text_content,
+    text_end,
+    text_message,
+    text_start,
+    tool_call_args,
+    tool_call_end,
+    tool_call_start,
+    write_jsonl,
+    write_sse,
+)
 
 from aguikit.transport.jsonl import encode_line
-from aguikit.transport.sse import encode
 
-RUN = {"threadId": "t1", "runId": "r1"}
-GOOD: list[dict[str, Any]] = [
-    {"type": "RUN_STARTED", **RUN},
-    {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
-    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "Hi"},
-    {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
-    {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "lookup"},
-    {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '{"q": "x"}'},
-    {"type": "TOOL_CALL_END", "toolCallId": "c1"},
-    {"type": "STATE_SNAPSHOT", "snapshot": {"count": 1}},
-    {"type": "RUN_FINISHED", **RUN},
+GOOD = [
+    run_started(),
+    *text_message("m1", "Hi"),
+    tool_call_start("c1", "lookup"),
+    tool_call_args("c1", '{"q": "x"}'),
+    tool_call_end("c1"),
+    state_snapshot({"count": 1}),
+    run_finished(),
 ]
 
 
@@ -37,16 +50,6 @@ def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[s
         timeout=120,
         check=False,
     )
-
-
-def write_sse(path: Path, events: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(encode(e) for e in events), encoding="utf-8")
-    return path
-
-
-def write_jsonl(path: Path, events: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(encode_line(e) for e in events), encoding="utf-8")
-    return path
 
 
 def test_demo_checks_clean_and_replays() -> None:
@@ -77,7 +80,7 @@ def test_check_clean_jsonl_file_exits_zero(tmp_path: Path) -> None:
 @pytest.mark.parametrize("fmt", ["sse", "jsonl"])
 def test_check_reads_stdin_and_sniffs_the_format(fmt: str) -> None:
     """``-`` reads standard input; the format is recognised from the first bytes."""
-    data = "".join((encode if fmt == "sse" else encode_line)(e) for e in GOOD).encode()
+    data = sse_bytes(GOOD) if fmt == "sse" else jsonl_bytes(GOOD)
 
     result = run("check", "-", stdin=data)
 
@@ -96,23 +99,29 @@ def test_check_reports_every_schema_error_with_index_and_type(tmp_path: Path) ->
     lines = result.stdout.splitlines()
 
     assert 1 == result.returncode
-    assert any("event 2 TEXT_MESSAGE_CONTENT: error type at /delta" in line for line in lines)
-    assert any("event 5 TOOL_CALL_ARGS: error required" in line for line in lines)
+    assert any("event 3 TEXT_MESSAGE_CONTENT: error type at /delta" in line for line in lines)
+    assert any("event 6 TOOL_CALL_ARGS: error required" in line for line in lines)
     assert "2 schema errors" in lines[-1] or "2 schema errors" in result.stdout
 
 
-def test_check_stops_verifying_at_the_first_protocol_error(tmp_path: Path) -> None:
-    """The first ordering error is reported with its rule id; later events are only validated."""
+def test_check_goes_on_verifying_after_a_protocol_error(tmp_path: Path) -> None:
+    """
+    The ordering error is reported with its rule id; the failing event is treated as not
+    delivered and every later event is verified too, so a second error is found.
+    """
     bad = [GOOD[0], {"type": "TEXT_MESSAGE_CONTENT", "messageId": "nope", "delta": "x"}, *GOOD[1:]]
+    bad.insert(5, {"type": "TOOL_CALL_END", "toolCallId": "never"})
     bad.append({"type": "TEXT_MESSAGE_END"})
 
     result = run("check", str(write_sse(tmp_path / "bad.sse", bad)))
 
     assert 1 == result.returncode
-    assert "event 1 TEXT_MESSAGE_CONTENT: error AGUI-" in result.stdout
-    assert "1 protocol errors" in result.stdout
+    assert "event 2 TEXT_MESSAGE_CONTENT: error AGUI-V012" in result.stdout
+    assert "event 6 TOOL_CALL_END: error AGUI-V014" in result.stdout
+    assert "(may be a consequence of the error at event 2)" in result.stdout
+    assert "2 protocol errors" in result.stdout
     assert "1 schema errors" in result.stdout
-    assert "verification stopped at event 1" in result.stdout
+    assert "verification stopped" not in result.stdout
 
 
 def test_check_reports_a_truncated_stream(tmp_path: Path) -> None:
@@ -126,7 +135,7 @@ def test_check_reports_a_truncated_stream(tmp_path: Path) -> None:
 def test_check_reports_a_decode_error_with_its_location(tmp_path: Path) -> None:
     """Bytes that are not a stream are reported with frame and byte offset."""
     path = tmp_path / "junk.sse"
-    path.write_bytes(encode(GOOD[0]).encode() + b"data: {not json\n\n")
+    path.write_bytes(sse_bytes(GOOD[:1]) + b"data: {not json\n\n")
 
     result = run("check", str(path))
 
@@ -142,12 +151,20 @@ def test_check_json_format_is_machine_readable(tmp_path: Path) -> None:
 
     result = run("check", "--format", "json", str(write_jsonl(tmp_path / "b.jsonl", bad)))
     document = json.loads(result.stdout)
+    (source,) = document["sources"]
 
     assert 1 == result.returncode
-    assert (False, 9, 1) == (document["ok"], document["events"], document["counts"]["schema"])
-    assert {"kind": "schema", "event_index": 2, "event_type": "TEXT_MESSAGE_CONTENT"}.items() <= (
-        document["problems"][0].items()
-    )
+    assert (1, False, 1) == (document["schema_version"], document["ok"], document["exit"])
+    assert (False, 9, 1) == (source["ok"], source["events"], source["counts"]["schema"])
+    assert {
+        "kind": "schema",
+        "rule": "AGUI-S001",
+        "severity": "error",
+        "event": 3,
+        "line": 3,
+        "event_type": "TEXT_MESSAGE_CONTENT",
+        "pointer": "/delta",
+    }.items() <= source["problems"][0].items()
 
 
 def test_receiver_warnings_only_fail_with_strict(tmp_path: Path) -> None:
@@ -185,7 +202,7 @@ def test_unreadable_input_exits_two(tmp_path: Path) -> None:
 def test_check_a_live_agent_over_http() -> None:
     """An http:// source is POSTed a minimal RunAgentInput and its answer checked."""
     with serve() as server:
-        body = "".join(encode(e) for e in GOOD).encode()
+        body = sse_bytes(GOOD)
         url = server.add("/agent", Route(split_every(body, [3, 17, 5])))
 
         result = run("check", url)
@@ -197,10 +214,10 @@ def test_check_a_live_agent_over_http() -> None:
 
 def test_check_posts_the_given_input(tmp_path: Path) -> None:
     """``--input FILE`` is the body POSTed to the agent."""
-    given = {**RUN, "messages": [{"id": "u1", "role": "user", "content": "hello"}]}
+    given = run_input(messages=[{"id": "u1", "role": "user", "content": "hello"}])
     (tmp_path / "in.json").write_text(json.dumps(given))
     with serve() as server:
-        url = server.add("/agent", Route(["".join(encode(e) for e in GOOD).encode()]))
+        url = server.add("/agent", Route([sse_bytes(GOOD)]))
         result = run("check", "--input", str(tmp_path / "in.json"), url)
         sent = server.requests[0].json()
 
@@ -271,12 +288,12 @@ def test_a_long_check_on_a_terminal_shows_progress_on_stderr(tmp_path: Path) -> 
 
     path = tmp_path / "long.jsonl"
     with path.open("w", encoding="utf-8") as fp:
-        fp.write(encode_line({"type": "RUN_STARTED", **RUN}))
-        fp.write(encode_line({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}))
-        line = encode_line({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "x"})
+        fp.write(encode_line(run_started()))
+        fp.write(encode_line(text_start("m")))
+        line = encode_line(text_content("m", "x"))
         fp.write(line * 300_000)  # seconds of work: progress waits half a second
-        fp.write(encode_line({"type": "TEXT_MESSAGE_END", "messageId": "m"}))
-        fp.write(encode_line({"type": "RUN_FINISHED", **RUN}))
+        fp.write(encode_line(text_end("m")))
+        fp.write(encode_line(run_finished()))
     leader, follower = pty.openpty()
     try:
         result = subprocess.run(
@@ -329,7 +346,8 @@ def test_a_report_quoting_lone_surrogates_is_written_not_crashed(tmp_path: Path,
     assert 1 == result.returncode
     assert "Traceback" not in result.stderr, result.stderr
     if fmt == "json":
-        assert any("ud800" in p["message"] for p in json.loads(result.stdout)["problems"])
+        (source,) = json.loads(result.stdout)["sources"]
+        assert any("ud800" in p["message"] for p in source["problems"])
     else:
         assert "TEXT_MESSAGE_STAR\\ud800T" in result.stdout
     replay = run("replay", str(path))

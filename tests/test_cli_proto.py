@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -87,3 +88,14 @@ def test_convert_to_protobuf_translates_thinking_events(tmp_path: Path) -> None:
     assert 0 == result.returncode, result.stderr
     types = [e["type"] for e in iter_proto_wire([(tmp_path / "o").read_bytes()])]
     assert ["RUN_STARTED", "REASONING_START", "REASONING_END", "RUN_FINISHED"] == types
+
+
+def test_check_json_report_names_the_protobuf_format(tmp_path: Path) -> None:
+    """The JSON report says a recording was read as protobuf (its ``format``)."""
+    (tmp_path / "run.pb").write_bytes(STREAM)
+
+    result = run("check", str(tmp_path / "run.pb"), "--format", "json")
+
+    assert 0 == result.returncode, result.stderr
+    (source,) = json.loads(result.stdout)["sources"]
+    assert ("proto", 9) == (source["format"], source["events"])

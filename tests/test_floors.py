@@ -36,11 +36,13 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit._generated.models": 4,
     "aguikit._generated.registry": 4,
     "aguikit._generated.agui_pb2": 4,
+    "aguikit._generated.exports": 4,
     "aguikit.models": 4,
     "aguikit._dispatch": 5,
     # the consuming pipeline, one stage per floor
     "aguikit.validate": 6,
     "aguikit.wire": 7,
+    "aguikit.interop": 7,
     "aguikit.receiver": 8,
     "aguikit.chunks": 9,
     "aguikit.rules": 10,
@@ -58,7 +60,12 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.encode": 16,
     # the top: the HTTP client, the reference renderer, the command line
     "aguikit.client": 17,
+    "aguikit.server": 17,
+    "aguikit.server.writer": 17,
+    "aguikit.server.http": 17,
     "aguikit.reference": 18,
+    "aguikit.checker": 18,
+    "aguikit.report": 18,
     "aguikit.cli": 19,
     "aguikit.__main__": 20,
 }

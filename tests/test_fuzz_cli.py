@@ -24,11 +24,11 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from tests import hostile
-from tests.servers import RecordingServer, Route, serve, split_every
+from tests import hostile, support
+from tests.servers import RecordingServer, Route, serve
+from tests.support import split_every
 
 from aguikit import AguiError, DecodeError, LimitExceededError, TransportError
 from aguikit.cli import main
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.fuzz
 
 STREAMS = hostile.corpus_streams()
 SUFFIXES = [".sse", ".jsonl", ".txt", ".json", ""]
-RUN_INPUT = {"threadId": "t", "runId": "r", "messages": []}
+RUN_INPUT = support.run_input(thread_id="t", run_id="r")
 SUBPROCESSES = max(6, hostile.INPUTS // 50)
 REQUESTS = max(10, hostile.INPUTS // 20)
 
@@ -47,21 +47,13 @@ def garbage(rng: random.Random) -> bytes:
     """A mutated stream, framed as SSE or as JSONL, then damaged at the byte level."""
     events = hostile.mutate_stream(rng.choice(STREAMS), rng)
     if rng.random() < 0.5:
-        data = hostile.sse_bytes(_serialisable(events))
+        data = hostile.sse_bytes(hostile.serialisable(events))
     else:
         data = b"".join(
-            json.dumps(e).encode("utf-8", "surrogatepass") + b"\n" for e in _serialisable(events)
+            json.dumps(e).encode("utf-8", "surrogatepass") + b"\n"
+            for e in hostile.serialisable(events)
         )
     return hostile.mutate_bytes(data, rng) if rng.random() < 0.7 else data
-
-
-def _serialisable(events: list[Any]) -> list[Any]:
-    out = []
-    for event in events:
-        with contextlib.suppress(ValueError, RecursionError, TypeError):
-            json.dumps(event)
-            out.append(event)
-    return out
 
 
 def check_in_process(path: Path, fmt: str) -> tuple[int, str, str]:
@@ -76,13 +68,24 @@ def judge_output(code: int, out: str, err: str, fmt: str) -> None:
     assert "Traceback" not in err, err[-2000:]
     if code == 2:
         assert err.startswith("aguikit: "), err[:500]
-        return
-    if fmt == "json":
+        if fmt != "json":
+            return
+    if fmt == "json":  # one document, even for unreadable input (report schema version 1)
         document = json.loads(out)
         assert (code == 0) == document["ok"]
-        for problem in document["problems"]:
-            assert problem["kind"] in ("schema", "protocol", "patch", "decode", "warning")
-            assert problem["code"] and problem["message"]
+        assert code == document["exit"]
+        for source in document["sources"]:
+            for problem in source["problems"]:
+                assert problem["kind"] in (
+                    "schema",
+                    "protocol",
+                    "patch",
+                    "decode",
+                    "transport",
+                    "warning",
+                    "info",
+                )
+                assert problem["code"] and problem["message"] and problem["rule"]
     else:
         assert (": OK:" in out) == (code == 0), out[-500:]
 

@@ -21,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests import hostile
 from tests.strategies import legal_streams
+from tests.support import run_finished, run_started
 
 from aguikit import (
     AguiError,
@@ -251,7 +252,7 @@ def test_the_verifier_rejects_damage_without_changing_its_record(events: list[An
 
 # ---- regressions: each input the fuzzing found, pinned --------------------------------------
 
-RS = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+RS = run_started(thread_id="t", run_id="r")
 
 
 def test_a_verifier_finding_about_a_deeply_nested_id_is_rendered_bounded() -> None:
@@ -259,7 +260,7 @@ def test_a_verifier_finding_about_a_deeply_nested_id_is_rendered_bounded() -> No
     formatted; it is now shown abbreviated in an ordinary AGUI-V008."""
     verifier = Verifier()
     verifier.verify(parse_event(RS))
-    finished = parse_event({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    finished = parse_event(run_finished(thread_id="t", run_id="r"))
     finished.run_id = hostile.deep(3000)
 
     with pytest.raises(ProtocolError) as info:

@@ -34,20 +34,9 @@ LIMITS = [64, 4096, 100_000, None]
 """``max_frame_bytes``/``max_line_bytes`` to try (``None``: the default)."""
 
 
-def _serialisable(events: list[Any]) -> list[Any]:
-    out = []
-    for event in events:
-        try:
-            json.dumps(event, allow_nan=True)
-        except (ValueError, RecursionError, TypeError):
-            continue
-        out.append(event)
-    return out
-
-
 def sse_input(rng: random.Random) -> tuple[bytes, int | None, int]:
     """Mutated SSE bytes, a frame limit, and a seed for the splits."""
-    events = _serialisable(hostile.mutate_stream(rng.choice(STREAMS), rng))
+    events = hostile.serialisable(hostile.mutate_stream(rng.choice(STREAMS), rng))
     data = hostile.sse_bytes(events)
     if rng.random() < 0.8:
         data = hostile.mutate_bytes(data, rng)
@@ -59,7 +48,7 @@ def sse_input(rng: random.Random) -> tuple[bytes, int | None, int]:
 
 
 def jsonl_input(rng: random.Random) -> tuple[bytes, int | None, int]:
-    events = _serialisable(hostile.mutate_stream(rng.choice(STREAMS), rng))
+    events = hostile.serialisable(hostile.mutate_stream(rng.choice(STREAMS), rng))
     data = b"".join(
         json.dumps(e, ensure_ascii=rng.random() < 0.5).encode("utf-8", "surrogatepass") + b"\n"
         for e in events

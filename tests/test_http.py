@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests import corpus
-from tests.servers import RecordingServer, Route, serve, split_every
+from tests import corpus, support
+from tests.servers import RecordingServer, Route, serve
 
 from aguikit._generated import models as m
 from aguikit._generated.registry import PROTOCOL_VERSION
@@ -22,22 +22,13 @@ from aguikit.errors import (
     TruncatedStreamError,
 )
 from aguikit.transport.sse import encode_bytes
+from aguikit.wire import to_wire
 
-RUN = {"threadId": "t1", "runId": "r1"}
-
-
-def sse(events: list[dict[str, Any]]) -> bytes:
-    return b"".join(encode_bytes(e) for e in events)
-
-
-GOOD: list[dict[str, Any]] = [
-    {"type": "RUN_STARTED", **RUN},
-    {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
-    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "Hello, "},
-    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "wörld 🌞"},
-    {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
-    {"type": "STATE_SNAPSHOT", "snapshot": {"n": 1}},
-    {"type": "RUN_FINISHED", **RUN},
+GOOD = [
+    support.run_started(),
+    *support.text_message("m1", "Hello, ", "wörld 🌞"),
+    support.state_snapshot({"n": 1}),
+    support.run_finished(),
 ]
 
 INPUT = m.RunAgentInput(thread_id="t1", run_id="r1", messages=[])
@@ -53,7 +44,9 @@ def test_run_sync_yields_updates_and_materialises_the_conversation(
     server: RecordingServer,
 ) -> None:
     """Frames split at odd byte boundaries still become one update per event, in order."""
-    url = server.add("/agent", Route(split_every(sse(GOOD), [1, 7, 3, 64, 2])))
+    url = server.add(
+        "/agent", Route(support.split_every(support.sse_bytes(GOOD), [1, 7, 3, 64, 2]))
+    )
     client = AgentClient(url)
 
     updates = list(client.run_sync(INPUT))
@@ -66,7 +59,7 @@ def test_run_sync_yields_updates_and_materialises_the_conversation(
 
 def test_request_is_made_as_the_official_clients_make_it(server: RecordingServer) -> None:
     """POST, JSON body via to_wire, SSE accepted, protocol version declared, headers kept."""
-    url = server.add("/agent", Route([sse(GOOD)]))
+    url = server.add("/agent", Route([support.sse_bytes(GOOD)]))
     client = AgentClient(url, headers={"Authorization": "Bearer x"})
 
     list(client.run_sync(INPUT))
@@ -75,12 +68,14 @@ def test_request_is_made_as_the_official_clients_make_it(server: RecordingServer
     assert "text/event-stream" == request.headers["accept"]
     assert "application/json" == request.headers["content-type"]
     assert "Bearer x" == request.headers["authorization"]
-    assert {**RUN, "messages": [], "protocolVersion": PROTOCOL_VERSION} == request.json()
+    assert support.run_input(protocolVersion=PROTOCOL_VERSION) == request.json()
 
 
 def test_async_run_matches_the_sync_run(server: RecordingServer) -> None:
     """The async client yields the same updates from a slow, chunked answer."""
-    url = server.add("/agent", Route(split_every(sse(GOOD), [5, 11]), delay=0.001))
+    url = server.add(
+        "/agent", Route(support.split_every(support.sse_bytes(GOOD), [5, 11]), delay=0.001)
+    )
     client = AgentClient(url)
 
     async def collect() -> list[str]:
@@ -128,16 +123,43 @@ def test_wrong_content_type_raises_content_type_error(server: RecordingServer) -
     assert "text/html; charset=utf-8" == info.value.content_type
 
 
+def test_a_checker_sees_the_answer_and_may_read_a_mislabelled_body(
+    server: RecordingServer,
+) -> None:
+    """``on_response`` gets status and headers; ``require_event_stream=False`` reads on."""
+    from aguikit.transport.http import apost_stream, post_stream
+
+    url = server.add("/agent", Route([support.sse_bytes(GOOD)], content_type="text/plain"))
+    seen: list[tuple[int, str | None]] = []
+
+    def hook(status: int, headers: Any) -> None:
+        seen.append((status, headers.get("content-type")))
+
+    wire = to_wire(INPUT)
+    body = b"".join(post_stream(url, wire, on_response=hook, require_event_stream=False))
+
+    async def collect() -> bytes:
+        chunks = apost_stream(url, wire, on_response=hook, require_event_stream=False)
+        return b"".join([chunk async for chunk in chunks])
+
+    assert support.sse_bytes(GOOD) == body == asyncio.run(collect())
+    assert [(200, "text/plain"), (200, "text/plain")] == seen
+    with pytest.raises(ContentTypeError):
+        list(post_stream(url, wire))
+
+
 def test_content_type_parameters_are_accepted(server: RecordingServer) -> None:
     """``text/event-stream; charset=utf-8`` is still an event stream."""
-    url = server.add("/agent", Route([sse(GOOD)], content_type="Text/Event-Stream; charset=utf-8"))
+    url = server.add(
+        "/agent", Route([support.sse_bytes(GOOD)], content_type="Text/Event-Stream; charset=utf-8")
+    )
 
     assert len(GOOD) == len(list(AgentClient(url).run_sync(INPUT)))
 
 
 def test_stream_ending_before_run_finished_is_truncated(server: RecordingServer) -> None:
     """Events up to the break are delivered, then TruncatedStreamError is raised."""
-    url = server.add("/agent", Route([sse(GOOD[:3])]))
+    url = server.add("/agent", Route([support.sse_bytes(GOOD[:3])]))
     client = AgentClient(url)
     seen: list[str] = []
 
@@ -150,7 +172,7 @@ def test_stream_ending_before_run_finished_is_truncated(server: RecordingServer)
 
 def test_stream_ending_inside_a_frame_is_a_decode_error(server: RecordingServer) -> None:
     """Bytes that stop mid-frame are a DecodeError naming the frame."""
-    body = sse(GOOD)
+    body = support.sse_bytes(GOOD)
     url = server.add("/agent", Route([body[: len(body) - 30]]))
 
     with pytest.raises(DecodeError) as info:
@@ -161,7 +183,7 @@ def test_stream_ending_inside_a_frame_is_a_decode_error(server: RecordingServer)
 
 def test_connection_dropped_mid_body_is_a_transport_error(server: RecordingServer) -> None:
     """A connection closed before the chunked body ends is a TransportError, not httpx's."""
-    url = server.add("/agent", Route([sse(GOOD[:2])], drop=True))
+    url = server.add("/agent", Route([support.sse_bytes(GOOD[:2])], drop=True))
 
     with pytest.raises(TransportError) as info:
         list(AgentClient(url).run_sync(INPUT))
@@ -181,7 +203,7 @@ def test_nothing_listening_is_a_transport_error() -> None:
 def test_protocol_violation_raises_protocol_error(server: RecordingServer) -> None:
     """Content for a message that was never started is a ProtocolError with its rule."""
     bad = [GOOD[0], {"type": "TEXT_MESSAGE_CONTENT", "messageId": "zz", "delta": "x"}, GOOD[-1]]
-    url = server.add("/agent", Route([sse(bad)]))
+    url = server.add("/agent", Route([support.sse_bytes(bad)]))
 
     with pytest.raises(ProtocolError) as info:
         list(AgentClient(url).run_sync(INPUT))
@@ -231,7 +253,7 @@ def test_cancelling_the_async_run_closes_the_connection(server: RecordingServer)
 
 def test_caller_protocol_version_is_kept() -> None:
     """An input that declares its own protocolVersion is sent as declared."""
-    body = prepare_input({**RUN, "messages": [], "protocolVersion": "0.9"})
+    body = prepare_input(support.run_input(protocolVersion="0.9"))
 
     assert "0.9" == body["protocolVersion"]
 
@@ -239,7 +261,9 @@ def test_caller_protocol_version_is_kept() -> None:
 def test_legacy_binary_part_is_upgraded_to_a_modern_media_part() -> None:
     """A retired ``binary`` part becomes the image/audio/document part it stands for."""
     legacy = {"type": "binary", "mimeType": "audio/ogg", "data": "AAAA", "filename": "a.ogg"}
-    body = prepare_input({**RUN, "messages": [{"id": "u", "role": "user", "content": [legacy]}]})
+    body = prepare_input(
+        support.run_input(messages=[{"id": "u", "role": "user", "content": [legacy]}])
+    )
 
     assert [
         {
@@ -268,13 +292,12 @@ def test_corpus_request_expectations(case: corpus.Stream, server: RecordingServe
     written_for = {"draft": "1.0", "1.0": "1.0"}.get(case.corpus)
     versioned = {} if written_for is None else {"protocol_version": written_for}
     started = case.events[0]
-    run_input = {
-        "threadId": started.get("threadId", "t"),
-        "runId": started.get("runId", "r"),
-        "messages": [],
+    run_input = support.run_input(
+        run_id=started.get("runId", "r"),
+        thread_id=started.get("threadId", "t"),
         **(case.input or {}),
-    }
-    url = server.add("/corpus", Route([sse(case.events)]))
+    )
+    url = server.add("/corpus", Route([support.sse_bytes(case.events)]))
     client = AgentClient(
         url, max_protocol_version=(case.client or {}).get("maxProtocolVersion"), **versioned
     )

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.servers import RecordingServer, Route, serve, split_every
+from tests.servers import RecordingServer, Route, serve
+from tests.support import split_every
 
 from aguikit._generated import models as m
 from aguikit.client import AgentClient

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from tests import strategies
-from tests.test_wire import ALL_MESSAGES, FAMILIES, RUN_INPUT
+from tests.support import ALL_MESSAGES, FAMILIES, FULL_RUN_INPUT
 
 from aguikit._generated import models
 from aguikit._generated.registry import DEPRECATED_EVENT_TYPES, EVENT_CLASSES, MESSAGE_CLASSES
@@ -166,7 +166,7 @@ def test_the_representative_table_still_covers_every_shared_type() -> None:
 
 @pytest.mark.parametrize("doc", REPRESENTATIVE, ids=lambda d: d["type"])
 def test_hand_built_representative_events_interoperate(doc: dict[str, Any]) -> None:
-    """The test_wire family table, optional members filled, passes both directions."""
+    """The support family table, optional members filled, passes both directions."""
     official = EVENT_ADAPTER.validate_python(doc)
 
     assert doc == official.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -207,9 +207,9 @@ def test_generated_run_agent_input_interoperates(ours: models.RunAgentInput) -> 
 
 def test_a_full_run_agent_input_interoperates() -> None:
     """The hand-built request with every optional member."""
-    official = ag_ui_core.RunAgentInput.model_validate(RUN_INPUT)
+    official = ag_ui_core.RunAgentInput.model_validate(FULL_RUN_INPUT)
 
-    assert RUN_INPUT == to_wire(parse_run_agent_input(_dump(official)))
+    assert FULL_RUN_INPUT == to_wire(parse_run_agent_input(_dump(official)))
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from tests.hostile import deep
+from tests.support import run_started, text_end, text_start
 
 from aguikit import (
     ChunkNormalizer,
@@ -31,16 +32,7 @@ from aguikit.transport.sse import SSEDecoder, iter_events, iter_frames
 
 LOADS_EVENT_MAX_DEPTH = inspect.signature(loads_event).parameters["max_depth"].default
 
-RS = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
-RF = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
-
-
-def start(mid: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant", **extra}
-
-
-def end(mid: str) -> dict[str, Any]:
-    return {"type": "TEXT_MESSAGE_END", "messageId": mid}
+RS = run_started(thread_id="t", run_id="r")
 
 
 def snapshot_at_depth(depth: int) -> str:
@@ -177,30 +169,32 @@ def test_max_depth_is_configurable_per_decoder() -> None:
 def test_the_verifier_refuses_the_entity_past_max_open_entities() -> None:
     """``AGUI-V093`` names the event, the entity and the limit; closing frees room."""
     verifier = Verifier(max_open_entities=2)
-    for doc in (RS, start("m1"), start("m2")):
+    for doc in (RS, text_start("m1"), text_start("m2")):
         verifier.verify(parse_event(doc))
 
     with pytest.raises(ProtocolError) as info:
-        verifier.verify(parse_event(start("m3")))
+        verifier.verify(parse_event(text_start("m3")))
 
     assert "AGUI-V093" == info.value.rule
     assert "too-many-open-entities" == info.value.symbol
     assert 3 == info.value.event_index
     assert "m3" == info.value.entity_id
     assert "max_open_entities=2" in info.value.message
-    verifier.verify(parse_event(end("m1")))
-    verifier.verify(parse_event(start("m3")))
+    verifier.verify(parse_event(text_end("m1")))
+    verifier.verify(parse_event(text_start("m3")))
 
 
 def test_the_default_open_entity_limit_is_ten_thousand() -> None:
     """A producer opening messages forever is stopped at the documented default."""
-    events = [parse_event(RS)] + [parse_event(start(f"m{i}")) for i in range(MAX_OPEN_ENTITIES)]
+    events = [parse_event(RS)] + [
+        parse_event(text_start(f"m{i}")) for i in range(MAX_OPEN_ENTITIES)
+    ]
     verifier = Verifier()
     for event in events:
         verifier.verify(event)
 
     with pytest.raises(ProtocolError) as info:
-        verifier.verify(parse_event(start("one-too-many")))
+        verifier.verify(parse_event(text_start("one-too-many")))
 
     assert "AGUI-V093" == info.value.rule
     assert MAX_OPEN_ENTITIES + 1 == info.value.event_index
@@ -209,7 +203,9 @@ def test_the_default_open_entity_limit_is_ten_thousand() -> None:
 def test_verify_all_takes_the_limit_too() -> None:
     """The whole-stream helper passes ``max_open_entities`` on."""
     with pytest.raises(ProtocolError, match="AGUI-V093"):
-        verify_all([parse_event(d) for d in (RS, start("a"), start("b"))], max_open_entities=1)
+        verify_all(
+            [parse_event(d) for d in (RS, text_start("a"), text_start("b"))], max_open_entities=1
+        )
 
 
 def test_the_normalizer_refuses_a_stream_per_new_owner_past_the_limit() -> None:
@@ -233,11 +229,11 @@ def test_the_normalizer_refuses_a_stream_per_new_owner_past_the_limit() -> None:
 def test_a_session_past_the_limit_fails_with_the_event_index_and_keeps_its_messages() -> None:
     """The session passes the limit on; the error is located and fatal, nothing changes."""
     session = Session(max_open_entities=2)
-    session.feed_all([RS, start("m1"), start("m2")])
+    session.feed_all([RS, text_start("m1"), text_start("m2")])
     before = [m.id for m in session.messages]
 
     with pytest.raises(ProtocolError) as info:
-        session.feed(start("m3"))
+        session.feed(text_start("m3"))
 
     assert "AGUI-V093" == info.value.rule
     assert 3 == info.value.event_index

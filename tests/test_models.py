@@ -3,18 +3,20 @@ Tests for the generated models in ``aguikit._generated.models``: the shape users
 
 These hold the promises the rest of the library leans on: every model is an attrs class
 constructed by keyword only, carries ``extra_members``, is documented from the schema, and
-the ``Event`` union is exactly the 36 events.
+the ``Event`` union is exactly the registry's events, and ``aguikit.models`` exports every
+generated name.
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
+import re
 import subprocess
 import sys
 import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import pytest
@@ -55,12 +57,45 @@ def test_every_model_is_keyword_only(cls: type) -> None:
         cls(*(["x"] * max(1, len(required))))
 
 
-def test_event_alias_has_the_36_event_classes() -> None:
-    """``Event`` is a plain union of exactly the registry's classes."""
+def test_event_alias_has_every_event_class() -> None:
+    """``Event`` is a plain union of exactly the registry's classes, one per event type."""
     members = typing.get_args(models.Event)
 
-    assert 36 == len(members)
+    assert len(load_schema()["$defs"]["EventType"]["enum"]) == len(members)
     assert set(EVENT_CLASSES.values()) == set(members)
+
+
+def test_aguikit_models_exports_every_generated_name() -> None:
+    """
+    The public module re-exports every top-level name of the generated models (classes,
+    enums, aliases) and the registry's facts, so a class the schema gains is public at once.
+    """
+    import aguikit.models as public
+
+    generated = {
+        name
+        for node in SOURCE.body
+        for name in (
+            [node.name]
+            if isinstance(node, ast.ClassDef)
+            else [
+                t.id
+                for t in getattr(node, "targets", [getattr(node, "target", None)])
+                if isinstance(t, ast.Name)
+            ]
+        )
+        if not name.startswith("_")
+    }
+
+    assert set(strategies.MODEL_CLASSES) <= generated
+    assert generated | {
+        "DEPRECATED_EVENT_TYPES",
+        "EVENT_CLASSES",
+        "MESSAGE_CLASSES",
+        "PROTOCOL_VERSION",
+        "SCHEMA_ID",
+    } == set(public.__all__)
+    assert all(getattr(public, name) is getattr(models, name) for name in generated)
 
 
 @pytest.mark.parametrize(
@@ -154,7 +189,7 @@ def test_closed_string_sets_are_str_enums_equal_to_their_wire_strings() -> None:
         models.TextMessageRole.ASSISTANT,
         models.ReasoningEncryptedValueSubtype.TOOL_CALL,
     ]
-    assert 36 == len(models.EventType)
+    assert len(EVENT_CLASSES) == len(models.EventType)
     assert {"resolved", "cancelled"} == {s.value for s in models.ResumeEntryStatus}
 
 
@@ -240,3 +275,20 @@ def test_a_match_missing_one_event_fails_type_checking_naming_the_class(
     assert 1 == result.returncode
     assert "ToolCallArgsEvent" in result.stdout
     assert "assert_never" in result.stdout
+
+
+PROSE: Final = ("README.md", "docs/DESIGN.md", "schema/README.md")
+"""Documents that state how many events there are; the changelog is history and may not."""
+COUNT: Final = re.compile(r"\b(\d+)(?:-way\b| event types\b| event classes\b| failed branches\b)")
+
+
+@pytest.mark.parametrize("name", PROSE)
+def test_every_event_count_stated_in_prose_is_the_registrys(name: str) -> None:
+    """A count of events written in the docs ("36 event types", "36-way") is the real one."""
+    text = (Path(__file__).resolve().parent.parent / name).read_text(encoding="utf-8")
+    stated = [int(n) for n in COUNT.findall(text)]
+    stated += [
+        int(n) for n in re.findall(r"`Event` union, which it defines \((\d+) members\)", text)
+    ]
+
+    assert [len(EVENT_CLASSES)] * len(stated) == stated

@@ -202,3 +202,53 @@ def test_omit_newer_members_names_what_it_omitted_in_events() -> None:
     assert (event, []) == omit_newer_members(event, "1.1")
     assert (event, []) == omit_newer_members(event, "draft")  # cannot compare: send as is
     assert "encryptedValueType" in event  # the input is not modified
+
+
+def _served(declared: str | None) -> list[dict[str, Any]]:
+    """The events a RunWriter sends a client whose request declared ``declared``."""
+    import asyncio
+
+    from aguikit.server import RunWriter
+
+    request: dict[str, Any] = {"threadId": "t1", "runId": "r1", "messages": []}
+    if declared is not None:
+        request["protocolVersion"] = declared
+
+    async def main() -> list[dict[str, Any]]:
+        run = RunWriter(request)
+        async with run:
+            await run.emit(
+                {
+                    "type": "REASONING_ENCRYPTED_VALUE",
+                    "subtype": "message",
+                    "entityId": "m0",
+                    "encryptedValue": "opaque",
+                    "encryptedValueType": "anthropic.redacted_thinking",
+                }
+            )
+        return [dict(event) for event in run.events]
+
+    return asyncio.run(main())
+
+
+def test_the_server_sends_1_1_members_to_a_client_declaring_1_1() -> None:
+    """A current peer gets everything the event carries."""
+    (value,) = [e for e in _served("1.1") if e["type"] == "REASONING_ENCRYPTED_VALUE"]
+
+    assert "anthropic.redacted_thinking" == value["encryptedValueType"]
+
+
+@pytest.mark.parametrize("declared", ["1.0", "0.0.57", None])
+def test_the_server_omits_1_1_members_for_a_client_declaring_an_older_version(
+    declared: str | None,
+) -> None:
+    """Downgrade for the older peer: the member it cannot know is not sent, the rest is."""
+    events = _served(declared)
+    (value,) = [e for e in events if e["type"] == "REASONING_ENCRYPTED_VALUE"]
+
+    assert "encryptedValueType" not in value
+    assert "opaque" == value["encryptedValue"]
+    session = Session(protocol_version="1.0")
+    session.feed_all(events)
+    session.finish()
+    assert [] == session.warnings  # a 1.0 receiver has nothing to strip

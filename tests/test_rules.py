@@ -6,12 +6,11 @@ sync, and every rule's example stream really breaking that rule.
 from __future__ import annotations
 
 import re
-import warnings
 from pathlib import Path
-from typing import Any
 
 import attrs
 import pytest
+from tests.support import typed
 
 from aguikit import catalogue, reference, rules, verify
 from aguikit._generated.models import EventType
@@ -20,7 +19,6 @@ from aguikit.catalogue import Stage
 from aguikit.errors import ProtocolError
 from aguikit.rules import RULES, TABLE, Row, Rule, TableError
 from aguikit.verify import verify_all
-from aguikit.wire import parse_event
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 
@@ -73,20 +71,10 @@ def test_render_text_lists_every_rule_once() -> None:
     assert [rule.id for rule in RULES] == [line.split()[0] for line in lines]
 
 
-def _build(document: dict[str, Any], in_process: bool) -> Any:
-    if not in_process:
-        return parse_event(document, check=False)
-    cls = EVENT_CLASSES[document["type"]]
-    names = {str(f.metadata.get("wire", f.name)): f.name for f in attrs.fields(cls)}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return cls(**{names[key]: value for key, value in document.items()})
-
-
 @pytest.mark.parametrize("rule", VERIFIER_RULES, ids=[rule.id for rule in VERIFIER_RULES])
 def test_each_rule_example_breaks_that_rule(rule: Rule) -> None:
     """The documented example is a real violation of the rule it illustrates."""
-    stream = [_build(document, rule.in_process) for document in rule.example]
+    stream = [typed(document, in_process=rule.in_process) for document in rule.example]
 
     settings = {} if rule.setting is None else {rule.setting: 1}
     with pytest.raises(ProtocolError) as info:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pytest
+from tests.support import run_finished, run_started, text_message
 
 from aguikit.apply import ChangeKind, What
 from aguikit.errors import (
@@ -17,22 +17,14 @@ from aguikit.errors import (
 from aguikit.models import RunStartedEvent, TextMessageChunkEvent
 from aguikit.session import Session, SessionWarning
 
-START: dict[str, Any] = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
-FINISH: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
-
-
-def text(message_id: str, *deltas: str) -> list[dict[str, Any]]:
-    return [
-        {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
-        *({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": d} for d in deltas),
-        {"type": "TEXT_MESSAGE_END", "messageId": message_id},
-    ]
+START = run_started(thread_id="t", run_id="r")
+FINISH = run_finished(thread_id="t", run_id="r")
 
 
 def test_a_clean_stream_of_dicts_builds_messages_and_warns_nothing() -> None:
     """Raw wire dicts in, materialised messages out, silence."""
     session = Session()
-    session.feed_all([START, *text("m1", "Hello, ", "world"), FINISH])
+    session.feed_all([START, *text_message("m1", "Hello, ", "world"), FINISH])
     session.finish()
 
     assert "Hello, world" == session.messages[0].content
@@ -97,7 +89,7 @@ def test_warnings_are_records_with_the_input_index_and_go_to_the_aguikit_logger(
 def test_a_malformed_known_field_is_fatal_with_its_index_and_changes_nothing() -> None:
     """The error is typed, names the input, and the conversation is as it was."""
     session = Session()
-    session.feed_all([START, *text("m1", "kept")[:2]])
+    session.feed_all([START, *text_message("m1", "kept")[:2]])
 
     with pytest.raises(SchemaValidationError) as caught:
         session.feed({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": 42})
@@ -123,7 +115,7 @@ def test_a_protocol_violation_inside_an_expanded_chunk_applies_none_of_it() -> N
 def test_after_a_fatal_error_the_session_stays_readable_and_refuses_more_input() -> None:
     """The error is kept and raised again; reading still works."""
     session = Session()
-    session.feed_all([START, *text("m1", "x")])
+    session.feed_all([START, *text_message("m1", "x")])
     with pytest.raises(ProtocolError) as caught:
         session.feed({"type": "TEXT_MESSAGE_CONTENT", "messageId": "nope", "delta": "y"})
 
@@ -200,3 +192,71 @@ def test_a_newer_producer_version_is_served_with_a_warning() -> None:
 
     assert "protocol-version-newer" == session.warnings[0].code
     assert "1.1" in session.warnings[0].message
+
+
+def test_each_runs_outcome_is_recorded_finished_error_interrupted_cancelled() -> None:
+    """``runs`` tells a failed run from a finished one without re-reading the stream."""
+    interrupt = {"id": "i1", "reason": "approval"}
+    session = Session()
+    session.feed_all(
+        [
+            START,
+            FINISH,
+            {**START, "runId": "r2"},
+            {"type": "RUN_ERROR", "message": "boom", "code": "E42"},
+            {**START, "runId": "r3"},
+            {**FINISH, "runId": "r3", "outcome": {"type": "interrupt", "interrupts": [interrupt]}},
+            {**START, "runId": "r4"},
+            {**FINISH, "runId": "r4", "outcome": {"type": "cancelled"}},
+            {**START, "runId": "r5"},
+        ]
+    )
+    runs = session.runs
+
+    assert ["finished", "error", "interrupted", "cancelled", "running"] == [r.status for r in runs]
+    assert ["r", "r2", "r3", "r4", "r5"] == [r.run_id for r in runs]
+    assert ("boom", "E42", 2, 3) == (
+        runs[1].message,
+        runs[1].code,
+        runs[1].started_at,
+        runs[1].ended_at,
+    )
+    assert ["i1"] == [i.id for i in runs[2].interrupts]
+
+
+def test_a_run_error_before_any_run_started_is_a_run_of_its_own() -> None:
+    """The protocol allows a run to fail before it began (AGUI-V001's exception)."""
+    session = Session()
+    session.feed({"type": "RUN_ERROR", "message": "no credits"})
+
+    assert [(None, "error", "no credits")] == [
+        (r.run_id, r.status, r.message) for r in session.runs
+    ]
+
+
+def test_by_default_a_protocol_error_is_kept_and_raised_again() -> None:
+    """Library consumers keep the old contract: a broken stream stays broken."""
+    session = Session()
+    session.feed(START)
+    with pytest.raises(ProtocolError):
+        session.feed({"type": "TEXT_MESSAGE_CONTENT", "messageId": "x", "delta": "d"})
+    with pytest.raises(ProtocolError):
+        session.feed(FINISH)
+
+
+def test_a_recovering_session_skips_the_failing_input_and_judges_the_next() -> None:
+    """``recover=True``: every violation is reported, the state is as if it never came."""
+    session = Session(recover=True)
+    session.feed(START)
+    with pytest.raises(ProtocolError) as first:
+        session.feed({"type": "TEXT_MESSAGE_CONTENT", "messageId": "x", "delta": "d"})
+    session.feed_all(text_message("m1", "ok"))
+    with pytest.raises(ProtocolError) as second:
+        session.feed({"type": "TOOL_CALL_END", "toolCallId": "c9"})
+    session.feed(FINISH)
+    session.finish()
+
+    assert (1, 5) == (first.value.event_index, second.value.event_index)
+    assert ["ok"] == [m.content for m in session.messages]
+    assert session.error is None
+    assert ["finished"] == [r.status for r in session.runs]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.support import split_every
 
 from aguikit._generated import models as m
 from aguikit.errors import DecodeError, LimitExceededError
@@ -102,7 +103,7 @@ def test_writer_and_reader_round_trip_over_any_split(
     buffer = io.StringIO()
     count = write_jsonl(values, buffer)
     data = buffer.getvalue().encode()
-    pieces = [data[i : i + cut] for i in range(0, len(data), cut)]
+    pieces = split_every(data, [cut])
 
     assert len(values) == count
     assert values == list(iter_jsonl(pieces))
@@ -143,7 +144,7 @@ def test_async_reader_matches_sync_reader() -> None:
 )
 def test_arbitrary_bytes_raise_only_decode_errors(data: bytes, cut: int) -> None:
     """Whatever the bytes, the reader yields objects or raises DecodeError, nothing else."""
-    pieces = [data[i : i + cut] for i in range(0, len(data), cut)]
+    pieces = split_every(data, [cut])
     try:
         for obj in iter_jsonl(pieces, max_depth=8):
             assert isinstance(obj, dict)

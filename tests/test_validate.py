@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from tests import corpus, strategies
+from tests.support import text_content
 
 from aguikit import validate
 from aguikit.errors import SchemaIssue, SchemaValidationError, UnknownEventTypeError
@@ -20,7 +21,7 @@ from aguikit.wire import to_wire
 
 HAS_RS = importlib.util.find_spec("jsonschema_rs") is not None
 
-VALID_EVENT: dict[str, Any] = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "hi"}
+VALID_EVENT = text_content("m", "hi")
 
 
 def test_a_valid_event_passes_in_both_strictnesses() -> None:
@@ -223,17 +224,8 @@ def _assert_backends_agree(data: Any, definition: str) -> None:
         assert python == _rust_whole_definition_verdict(data, definition, strict), (strict, data)
 
 
-def _corpus_documents() -> list[Any]:
-    docs = [
-        pytest.param(event, id=f"{stream.id}#{index}")
-        for stream in corpus.streams()
-        for index, event in enumerate(stream.events)
-    ]
-    return docs or corpus.params([])
-
-
 @needs_rs
-@pytest.mark.parametrize("doc", _corpus_documents())
+@pytest.mark.parametrize("doc", corpus.event_params())
 def test_the_accelerated_verdict_equals_the_python_verdict_on_the_corpus(doc: Any) -> None:
     """jsonschema-rs and jsonschema agree on every conformance event, valid or not."""
     _assert_backends_agree(doc, "Event")

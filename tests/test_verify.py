@@ -12,15 +12,47 @@ from typing import Any
 
 import attrs
 import pytest
+from tests.support import (
+    reasoning_encrypted_value,
+    reasoning_end,
+    reasoning_message_content,
+    reasoning_message_end,
+    reasoning_message_start,
+    reasoning_start,
+    run_error,
+    run_finished,
+    run_started,
+    step_finished,
+    step_started,
+    subagent_finished,
+    subagent_started,
+    text_content,
+    text_end,
+    text_start,
+    thinking,
+    tool_call_args,
+    tool_call_end,
+    tool_call_result,
+    tool_call_start,
+    typed,
+)
 
 from aguikit._generated import models
 from aguikit.errors import ProtocolError, TruncatedStreamError
 from aguikit.verify import Verifier, verify_all
-from aguikit.wire import parse_event
+
+# Short names for the builders every stream below is made of.
+rs, rf, rerr = run_started, run_finished, run_error
+ts, tc, te = text_start, text_content, text_end
+cs, ca, ce, result = tool_call_start, tool_call_args, tool_call_end, tool_call_result
+rstart, rend = reasoning_start, reasoning_end
+rms, rmc, rme = reasoning_message_start, reasoning_message_content, reasoning_message_end
+sub_start, sub_end = subagent_started, subagent_finished
+encrypted = reasoning_encrypted_value
 
 
 def events(*docs: dict[str, Any]) -> list[Any]:
-    return [parse_event(doc, check=False) for doc in docs]
+    return [typed(doc) for doc in docs]
 
 
 def rejects(rule: str, *docs: dict[str, Any], thread_id: str | None = None) -> ProtocolError:
@@ -33,98 +65,6 @@ def rejects(rule: str, *docs: dict[str, Any], thread_id: str | None = None) -> P
 
 def accepts(*docs: dict[str, Any], thread_id: str | None = None) -> None:
     verify_all(events(*docs), thread_id=thread_id)
-
-
-def rs(run: str = "r1", thread: str = "t1", **extra: Any) -> dict[str, Any]:
-    return {"type": "RUN_STARTED", "threadId": thread, "runId": run, **extra}
-
-
-def rf(run: str = "r1", thread: str = "t1", **extra: Any) -> dict[str, Any]:
-    return {"type": "RUN_FINISHED", "threadId": thread, "runId": run, **extra}
-
-
-def rerr(message: str = "boom") -> dict[str, Any]:
-    return {"type": "RUN_ERROR", "message": message}
-
-
-def ts(mid: str = "m1", **extra: Any) -> dict[str, Any]:
-    return {"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant", **extra}
-
-
-def tc(mid: str = "m1", **extra: Any) -> dict[str, Any]:
-    return {"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": "hi", **extra}
-
-
-def te(mid: str = "m1", **extra: Any) -> dict[str, Any]:
-    return {"type": "TEXT_MESSAGE_END", "messageId": mid, **extra}
-
-
-def cs(cid: str = "c1", **extra: Any) -> dict[str, Any]:
-    return {"type": "TOOL_CALL_START", "toolCallId": cid, "toolCallName": "f", **extra}
-
-
-def ca(cid: str = "c1", **extra: Any) -> dict[str, Any]:
-    return {"type": "TOOL_CALL_ARGS", "toolCallId": cid, "delta": "{}", **extra}
-
-
-def ce(cid: str = "c1", **extra: Any) -> dict[str, Any]:
-    return {"type": "TOOL_CALL_END", "toolCallId": cid, **extra}
-
-
-def result(cid: str = "c1", mid: str = "tm1", **extra: Any) -> dict[str, Any]:
-    return {
-        "type": "TOOL_CALL_RESULT",
-        "messageId": mid,
-        "toolCallId": cid,
-        "content": "ok",
-        **extra,
-    }
-
-
-def rstart(mid: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "REASONING_START", "messageId": mid, **extra}
-
-
-def rend(mid: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "REASONING_END", "messageId": mid, **extra}
-
-
-def rms(mid: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "REASONING_MESSAGE_START", "messageId": mid, "role": "reasoning", **extra}
-
-
-def rmc(mid: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "REASONING_MESSAGE_CONTENT", "messageId": mid, "delta": "hmm", **extra}
-
-
-def rme(mid: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "REASONING_MESSAGE_END", "messageId": mid, **extra}
-
-
-def step(kind: str, name: str, **extra: Any) -> dict[str, Any]:
-    return {"type": f"STEP_{kind}", "stepName": name, **extra}
-
-
-def sub_start(sid: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "SUBAGENT_STARTED", "subagentRunId": sid, "name": "helper", **extra}
-
-
-def sub_end(sid: str) -> dict[str, Any]:
-    return {"type": "SUBAGENT_FINISHED", "subagentRunId": sid}
-
-
-def thinking(kind: str, **extra: Any) -> dict[str, Any]:
-    return {"type": f"THINKING_{kind}", **extra}
-
-
-def encrypted(subtype: str, entity: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "type": "REASONING_ENCRYPTED_VALUE",
-        "subtype": subtype,
-        "entityId": entity,
-        "encryptedValue": "b3BhcXVl",
-        **extra,
-    }
 
 
 # ------------------------------------------------------------------------------ lifecycle
@@ -173,7 +113,7 @@ def test_run_finished_requires_everything_closed() -> None:
     assert "m1" == error.entity_id
     sub = rejects("AGUI-V005", rs(), sub_start("s1"), rf())
     assert "s1" in sub.message
-    step_error = rejects("AGUI-V005", rs(), step("STARTED", "plan", subagentRunId="s9"), rf())
+    step_error = rejects("AGUI-V005", rs(), step_started("plan", subagentRunId="s9"), rf())
     assert "plan (subagent 's9')" in step_error.message
     rejects("AGUI-V005", rs(), cs(), rf())
     rejects("AGUI-V005", rs(), rstart("x"), rf())
@@ -208,7 +148,7 @@ def test_a_stream_without_any_run_is_truncated() -> None:
 
 def test_run_finished_must_name_the_open_run() -> None:
     """V008: the boundary events of a run agree on its runId."""
-    error = rejects("AGUI-V008", rs(), rf(run="other"))
+    error = rejects("AGUI-V008", rs(), rf(run_id="other"))
 
     assert "must agree on their runId" in error.message
     accepts(rs(), rf())
@@ -216,9 +156,9 @@ def test_run_finished_must_name_the_open_run() -> None:
 
 def test_every_run_and_boundary_names_the_stream_thread() -> None:
     """V009: RUN_FINISHED and later RUN_STARTEDs carry the same threadId, or the input's."""
-    finished = rejects("AGUI-V009", rs(), rf(thread="other"))
-    second = rejects("AGUI-V009", rs(), rf(), rs("r2", thread="other"))
-    given = rejects("AGUI-V009", rs(thread="t1"), rf(), thread_id="t0")
+    finished = rejects("AGUI-V009", rs(), rf(thread_id="other"))
+    second = rejects("AGUI-V009", rs(), rf(), rs("r2", thread_id="other"))
+    given = rejects("AGUI-V009", rs(thread_id="t1"), rf(), thread_id="t0")
 
     assert "carry the input's threadId" in finished.message
     assert "carries the input's threadId" in second.message
@@ -386,23 +326,23 @@ def test_a_thinking_block_cannot_end_around_an_open_message() -> None:
 
 def test_a_step_name_does_not_nest_with_itself_under_one_owner() -> None:
     """V041: the same name under two owners is fine."""
-    rejects("AGUI-V041", rs(), step("STARTED", "plan"), step("STARTED", "plan"))
+    rejects("AGUI-V041", rs(), step_started("plan"), step_started("plan"))
     accepts(
         rs(),
-        step("STARTED", "plan"),
-        step("STARTED", "plan", subagentRunId="s1"),
-        step("FINISHED", "plan", subagentRunId="s1"),
-        step("FINISHED", "plan"),
+        step_started("plan"),
+        step_started("plan", subagentRunId="s1"),
+        step_finished("plan", subagentRunId="s1"),
+        step_finished("plan"),
         rf(),
     )
 
 
 def test_step_finished_needs_a_started_step() -> None:
     """V042: the corpus's wording 'that was not started'."""
-    error = rejects("AGUI-V042", rs(), step("FINISHED", "plan"), rf())
+    error = rejects("AGUI-V042", rs(), step_finished("plan"), rf())
 
     assert "that was not started" in error.message
-    accepts(rs(), step("STARTED", "plan"), step("FINISHED", "plan"), rf())
+    accepts(rs(), step_started("plan"), step_finished("plan"), rf())
 
 
 def test_a_step_is_finished_by_the_owner_that_started_it() -> None:
@@ -410,15 +350,15 @@ def test_a_step_is_finished_by_the_owner_that_started_it() -> None:
     error = rejects(
         "AGUI-V043",
         rs(),
-        step("STARTED", "plan"),
-        step("FINISHED", "plan", subagentRunId="s1"),
+        step_started("plan"),
+        step_finished("plan", subagentRunId="s1"),
     )
 
     assert "open under the parent agent" in error.message
     accepts(
         rs(),
-        step("STARTED", "plan", subagentRunId="s1"),
-        step("FINISHED", "plan", subagentRunId="s1"),
+        step_started("plan", subagentRunId="s1"),
+        step_finished("plan", subagentRunId="s1"),
         rf(),
     )
 
@@ -603,9 +543,15 @@ def test_snapshots_seed_ownership_authoritatively_and_the_input_echo_only_for_ne
 
 def test_a_tool_result_mints_its_message_under_its_own_attribution() -> None:
     """V061: re-opening the minted tool message under another subagent is a mismatch."""
-    rejects("AGUI-V061", rs(), result(mid="tm1", subagentRunId="s1"), ts("tm1", subagentRunId="s2"))
+    rejects(
+        "AGUI-V061", rs(), result("c1", "tm1", subagentRunId="s1"), ts("tm1", subagentRunId="s2")
+    )
     accepts(
-        rs(), result(mid="tm1", subagentRunId="s1"), ts("tm1", subagentRunId="s1"), te("tm1"), rf()
+        rs(),
+        result("c1", "tm1", subagentRunId="s1"),
+        ts("tm1", subagentRunId="s1"),
+        te("tm1"),
+        rf(),
     )
 
 

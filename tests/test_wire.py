@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 import pytest
 from tests import corpus, strategies
+from tests.support import ALL_MESSAGES, FAMILIES, FULL_RUN_INPUT
 
 from aguikit._generated import models
 from aguikit._generated.registry import DEPRECATED_EVENT_TYPES, EVENT_CLASSES, MESSAGE_CLASSES
@@ -32,173 +33,6 @@ from aguikit.wire import (
     to_wire,
 )
 
-META: dict[str, Any] = {"trace": "t-1", "nullable": None, "nested": {"k": [1, None]}}
-
-USER_PARTS: list[dict[str, Any]] = [
-    {"type": "text", "text": "look at this", "id": "p1"},
-    {
-        "type": "image",
-        "source": {"type": "url", "value": "https://x/y.png", "mimeType": "image/png"},
-    },
-    {"type": "audio", "source": {"type": "data", "value": "AAEC", "mimeType": "audio/wav"}},
-    {"type": "video", "source": {"type": "file", "value": "file-1", "provider": "openai"}},
-    {"type": "document", "source": {"type": "url", "value": "https://x/d.pdf"}, "metadata": 1},
-]
-
-RUN_INPUT: dict[str, Any] = {
-    "threadId": "t1",
-    "runId": "r1",
-    "protocolVersion": "1.0",
-    "messages": [
-        {"id": "u1", "role": "user", "content": USER_PARTS},
-        {"id": "s1", "role": "system", "content": "be brief"},
-    ],
-    "state": {"count": 1},
-    "tools": [{"name": "search", "description": "web", "parameters": {"type": "object"}}],
-    "context": [{"description": "locale", "value": "fr"}],
-    "forwardedProps": {"x": [1, 2]},
-    "resume": [{"interruptId": "i1", "status": "resolved", "payload": {"ok": True}}],
-}
-
-ALL_MESSAGES: list[dict[str, Any]] = [
-    {"id": "d1", "role": "developer", "content": "rules", "name": "ops"},
-    {"id": "s1", "role": "system", "content": "be brief", "metadata": META},
-    {
-        "id": "a1",
-        "role": "assistant",
-        "content": "calling",
-        "toolCalls": [
-            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-        ],
-        "encryptedValue": "enc",
-    },
-    {"id": "u1", "role": "user", "content": USER_PARTS, "subagentRunId": "sub-1"},
-    {"id": "tm1", "role": "tool", "content": "42", "toolCallId": "c1", "error": "partial"},
-    {"id": "ac1", "role": "activity", "activityType": "plan", "content": {"steps": []}},
-    {"id": "r1", "role": "reasoning", "content": "thinking", "encryptedValue": "e"},
-]
-
-FAMILIES: dict[str, list[dict[str, Any]]] = {
-    "text": [
-        {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant", "name": "bot"},
-        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "Hello", "timestamp": 1},
-        {"type": "TEXT_MESSAGE_END", "messageId": "m1", "subagentRunId": "sub-1"},
-        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m2", "role": "user", "delta": "hi"},
-    ],
-    "tools": [
-        {
-            "type": "TOOL_CALL_START",
-            "toolCallId": "c1",
-            "toolCallName": "search",
-            "parentMessageId": "m1",
-        },
-        {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '{"q":'},
-        {"type": "TOOL_CALL_END", "toolCallId": "c1", "rawEvent": {"provider": "x"}},
-        {"type": "TOOL_CALL_CHUNK", "toolCallId": "c2", "toolCallName": "f", "delta": "{}"},
-        {
-            "type": "TOOL_CALL_RESULT",
-            "messageId": "tm1",
-            "toolCallId": "c1",
-            "content": USER_PARTS[:2],
-            "role": "tool",
-        },
-    ],
-    "state": [
-        {"type": "STATE_SNAPSHOT", "snapshot": {"a": [1, 2.5, "x", None, True]}},
-        {
-            "type": "STATE_DELTA",
-            "delta": [
-                {"op": "add", "path": "/a/-", "value": None},
-                {"op": "remove", "path": "/b"},
-                {"op": "replace", "path": "/c~1d", "value": {"e": 1}},
-                {"op": "move", "from": "/a/0", "path": "/f"},
-                {"op": "copy", "from": "/f", "path": "/g"},
-                {"op": "test", "path": "/g", "value": 1},
-            ],
-        },
-    ],
-    "messages snapshot": [{"type": "MESSAGES_SNAPSHOT", "messages": ALL_MESSAGES}],
-    "activity": [
-        {
-            "type": "ACTIVITY_SNAPSHOT",
-            "messageId": "ac1",
-            "activityType": "plan",
-            "content": {"steps": ["a"]},
-            "replace": False,
-        },
-        {
-            "type": "ACTIVITY_DELTA",
-            "messageId": "ac1",
-            "activityType": "plan",
-            "patch": [{"op": "add", "path": "/steps/-", "value": "b"}],
-        },
-    ],
-    "special": [
-        {"type": "RAW", "event": {"anything": [1]}, "source": "openai"},
-        {"type": "CUSTOM", "name": "ping", "value": None, "metadata": META},
-    ],
-    "lifecycle": [
-        {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1", "input": RUN_INPUT},
-        {"type": "STEP_STARTED", "stepName": "plan"},
-        {"type": "STEP_FINISHED", "stepName": "plan"},
-        {
-            "type": "RUN_FINISHED",
-            "threadId": "t1",
-            "runId": "r1",
-            "result": {"answer": 42},
-            "outcome": {"type": "success", "pendingToolCallIds": ["c9"]},
-            "usage": [{"provider": "openai", "inputTokens": 10, "outputTokens": 0}],
-        },
-        {
-            "type": "RUN_FINISHED",
-            "threadId": "t1",
-            "runId": "r2",
-            "outcome": {
-                "type": "interrupt",
-                "interrupts": [{"id": "i1", "reason": "approval", "responseSchema": {}}],
-            },
-        },
-        {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r3", "outcome": {"type": "cancelled"}},
-        {"type": "RUN_ERROR", "message": "boom", "code": "E1"},
-    ],
-    "reasoning": [
-        {"type": "REASONING_START", "messageId": "rs1"},
-        {"type": "REASONING_MESSAGE_START", "messageId": "rm1", "role": "reasoning"},
-        {"type": "REASONING_MESSAGE_CONTENT", "messageId": "rm1", "delta": "hmm"},
-        {"type": "REASONING_MESSAGE_END", "messageId": "rm1"},
-        {"type": "REASONING_MESSAGE_CHUNK", "messageId": "rm2", "delta": "x"},
-        {"type": "REASONING_END", "messageId": "rs1"},
-        {
-            "type": "REASONING_ENCRYPTED_VALUE",
-            "subtype": "tool-call",
-            "entityId": "c1",
-            "encryptedValue": "opaque",
-        },
-    ],
-    "subagents": [
-        {
-            "type": "SUBAGENT_STARTED",
-            "subagentRunId": "sub-1",
-            "name": "researcher",
-            "parentToolCallId": "c1",
-        },
-        {
-            "type": "SUBAGENT_FINISHED",
-            "subagentRunId": "sub-1",
-            "result": "done",
-            "outcome": {"type": "suspended", "interruptIds": ["i1"]},
-        },
-        {"type": "SUBAGENT_ERROR", "subagentRunId": "sub-2", "message": "failed", "code": "x"},
-    ],
-    "deprecated thinking": [
-        {"type": "THINKING_START", "title": "pondering"},
-        {"type": "THINKING_TEXT_MESSAGE_START"},
-        {"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": "..."},
-        {"type": "THINKING_TEXT_MESSAGE_END"},
-        {"type": "THINKING_END"},
-    ],
-}
-
 CLASSES: list[type] = [strategies.MODEL_CLASSES[name] for name in sorted(strategies.MODEL_CLASSES)]
 
 FAMILY_CASES = [
@@ -209,7 +43,7 @@ FAMILY_CASES = [
 
 
 def test_the_family_table_covers_every_event_type() -> None:
-    """Every event type the registry knows has a representative document above."""
+    """Every event type the registry knows has a representative document in ``FAMILIES``."""
     covered = {doc["type"] for docs in FAMILIES.values() for doc in docs}
 
     assert set(EVENT_CLASSES) == covered
@@ -760,12 +594,12 @@ def test_parse_message_rejects_a_bad_message_with_a_pointer(
 
 def test_parse_run_agent_input_round_trips_a_full_request() -> None:
     """Every optional member of the request survives, typed."""
-    parsed = parse_run_agent_input(RUN_INPUT)
+    parsed = parse_run_agent_input(FULL_RUN_INPUT)
 
     assert isinstance(parsed.messages[0], models.UserMessage)
     assert parsed.resume is not None
     assert "resolved" == parsed.resume[0].status
-    assert RUN_INPUT == to_wire(parsed)
+    assert FULL_RUN_INPUT == to_wire(parsed)
 
 
 def test_parse_run_agent_input_rejects_a_request_without_messages() -> None:
@@ -818,16 +652,9 @@ def test_parse_event_without_check_trusts_a_valid_document() -> None:
 # --------------------------------------------------------------------------- corpus
 
 
-def _valid_corpus_events() -> list[Any]:
-    cases = []
-    for stream in corpus.streams():
-        for index, event in enumerate(stream.events):
-            if isinstance(event, dict) and is_valid(event):
-                cases.append(pytest.param(event, id=f"{stream.id}#{index}"))
-    return cases or corpus.params([])
-
-
-@pytest.mark.parametrize("doc", _valid_corpus_events())
+@pytest.mark.parametrize(
+    "doc", corpus.event_params(lambda event: isinstance(event, dict) and is_valid(event))
+)
 def test_every_schema_valid_corpus_event_round_trips(doc: dict[str, Any]) -> None:
     """``to_wire(parse_event(d)) == d`` on the official conformance streams."""
     assert doc == to_wire(parse_event(doc))

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from .encode import dumps_event, encode_proto, loads_event
     from .models import Event, EventType, Message, RunAgentInput
     from .proto import iter_proto
-    from .session import Session, SessionWarning, Update
+    from .session import RunOutcome, Session, SessionWarning, Update
     from .validate import is_valid, iter_schema_errors, validate_event
     from .verify import Verifier, verify_all
     from .wire import (
@@ -90,6 +90,7 @@ _LAZY: Final[dict[str, str]] = {
     "Message": ".models",
     "RunAgentInput": ".models",
     "Session": ".session",
+    "RunOutcome": ".session",
     "SessionWarning": ".session",
     "Update": ".session",
     "is_valid": ".validate",
@@ -143,6 +144,7 @@ __all__ = [
     "PatchError",
     "ProtocolError",
     "RunAgentInput",
+    "RunOutcome",
     "SchemaIssue",
     "SchemaValidationError",
     "Session",

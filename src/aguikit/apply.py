@@ -466,8 +466,22 @@ class Applier:
     def _text_content(
         self, event: TextMessageContentEvent | ReasoningMessageContentEvent
     ) -> Changed:
-        check_delta(event.delta)
+        delta = event.delta
+        if type(delta) is not str:
+            check_delta(delta)
         message_id: str = event.message_id
+        pieces = self._text.get(message_id)
+        if pieces is not None:
+            # The hot path: a message streaming into its fragment list.
+            pieces.append(delta)
+            self._dirty_text.add(message_id)
+            if event.metadata:
+                self._merge_into_message(message_id, event.metadata)
+            index = self._pos[message_id]
+            what = (
+                What.REASONING if type(self._messages[index]) is ReasoningMessage else What.MESSAGES
+            )
+            return Changed(what, ChangeKind.CONTENT, message_id, index, None, None, delta)
         if message_id not in self._pos:
             # Tolerant: an orphan content event opens the message it names.
             self._append(_text_message(message_id, "assistant", None, event.subagent_run_id))
@@ -1029,6 +1043,8 @@ _APPLY: Final[dict[type, Callable[[Applier, Any], Changed]]] = complete(
         ThinkingTextMessageEndEvent: Applier._untranslated,
         ThinkingEndEvent: Applier._untranslated,
     },
+    stage="applier",
+    passes=Applier._nothing,
 )
 """Every event class, and what applying it does: handled, ignored on purpose (state the
 view does not keep), or refused because an earlier stage owns it."""

@@ -355,7 +355,8 @@ class ChunkNormalizer:
         owner, stream = self._resolve(_Kind.TEXT, chunk.message_id, chunk.subagent_run_id)
         out: list[Event] = []
         if stream is not None:
-            self._agree(stream, {"role": role, "name": chunk.name}, "TEXT_MESSAGE_CHUNK")
+            if role is not None or chunk.name is not None:  # a bare continuation agrees
+                self._agree(stream, {"role": role, "name": chunk.name}, "TEXT_MESSAGE_CHUNK")
             message_id = stream.id
         else:
             assert chunk.message_id is not None  # _resolve opens only a named stream
@@ -386,11 +387,15 @@ class ChunkNormalizer:
         owner, stream = self._resolve(_Kind.TOOL, chunk.tool_call_id, chunk.subagent_run_id)
         out: list[Event] = []
         if stream is not None:
-            self._agree(
-                stream,
-                {"toolCallName": chunk.tool_call_name, "parentMessageId": chunk.parent_message_id},
-                "TOOL_CALL_CHUNK",
-            )
+            if chunk.tool_call_name is not None or chunk.parent_message_id is not None:
+                self._agree(
+                    stream,
+                    {
+                        "toolCallName": chunk.tool_call_name,
+                        "parentMessageId": chunk.parent_message_id,
+                    },
+                    "TOOL_CALL_CHUNK",
+                )
             call_id = stream.id
         else:
             assert chunk.tool_call_id is not None
@@ -445,16 +450,6 @@ class ChunkNormalizer:
 
     # ---- explicit events ------------------------------------------------------------------
 
-    def _owner_of(self, kind: _Kind, entity_id: str, tag: str | None) -> str | None:
-        """
-        The event's tag, else the owner of the stream already open under that id, else the
-        parent: an untagged continuation of a subagent's stream is legal and is not the
-        parent's.
-        """
-        if tag is not None:
-            return tag
-        return self._by_id.get((kind, entity_id))
-
     def _explicit(
         self,
         kind: _Kind,
@@ -463,7 +458,10 @@ class ChunkNormalizer:
         event: Event,
         fields: dict[str, str | None] | None,
     ) -> list[Event]:
-        owner = self._owner_of(kind, entity_id, tag)
+        # The owner: the event's tag, else the owner of the stream already open under that
+        # id, else the parent (an untagged continuation of a subagent's stream is legal and
+        # is not the parent's).
+        owner = tag if tag is not None else self._by_id.get((kind, entity_id))
         current = self._lanes.get(owner)
         if current is not None and current.kind is kind and current.id == entity_id:
             # Already tracked (possibly a stream this normalizer opened: the end stays owed).
@@ -652,6 +650,8 @@ _HANDLERS: Final[dict[type, Callable[[ChunkNormalizer, Any], list[Event]]]] = co
         ThinkingTextMessageContentEvent: ChunkNormalizer._passes,
         ThinkingTextMessageEndEvent: ChunkNormalizer._passes,
     },
+    stage="normalizer",
+    passes=ChunkNormalizer._passes,
 )
 """Every event class, and what it does to the open streams (``_passes``: nothing, on purpose)."""
 

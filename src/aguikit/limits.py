@@ -45,7 +45,7 @@ MAX_JSON_DEPTH: Final = 256
 """
 Deepest array/object nesting of one event's JSON (setting ``max_depth``;
 :class:`~aguikit.errors.LimitExceededError`).  The one default of every decoder (SSE,
-JSONL, :func:`aguikit.wire.loads_event`): the schema validator, the wire converter and
+JSONL, :func:`aguikit.encode.loads_event`): the schema validator, the wire converter and
 :mod:`copy` recurse a few frames per level, and 256 levels leave them ample stack under
 Python's default recursion limit.
 """

@@ -110,6 +110,21 @@ def _describe_failure(exc: Exception) -> str:
     return text or type(exc).__name__
 
 
+def _prepared(ops: list[dict[str, Any]]) -> jsonpatch.JsonPatch:
+    """
+    A :class:`jsonpatch.JsonPatch` over ``ops`` without its constructor's validation pass.
+
+    The constructor checks a patch by building every operation object, and ``apply``
+    builds them all again; the second build checks exactly the same things (an unknown
+    ``op``, a missing ``path`` raise there too), so the first is skipped and a delta pays
+    for its operations once.  ``tests/test_apply.py`` holds the two to the same results.
+    """
+    patch: jsonpatch.JsonPatch = jsonpatch.JsonPatch.__new__(jsonpatch.JsonPatch)
+    patch.pointer_cls = jsonpatch.JsonPointer
+    patch.patch = ops
+    return patch
+
+
 def apply_patch(
     document: Any,
     patch: Sequence[Any],
@@ -132,7 +147,7 @@ def apply_patch(
     """
     ops = operations(patch)
     try:
-        return jsonpatch.JsonPatch(ops).apply(document, in_place=True, atomic=True)
+        return _prepared(ops).apply(document, in_place=True, atomic=True)
     except RecursionError:
         # jsonpatch copies inserted values with deepcopy; its journal has undone the rest.
         failing = _find_failing(document, ops, None)

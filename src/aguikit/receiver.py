@@ -59,9 +59,10 @@ from ._generated.models import (
 from ._generated.registry import EVENT_CLASSES, PROTOCOL_VERSION, SINCE, TAGS
 from .catalogue import RULES_BY_ID, WarningSink, discard_warning, render_message
 from .errors import SchemaIssue
+from .interop import is_sdk_model, sdk_wire
 from .jsonio import escape_pointer
 from .validate import iter_schema_errors
-from .wire import parse_event, parse_valid_event
+from .wire import event_parsers, parse_event
 
 __all__ = [
     "Receiver",
@@ -364,6 +365,14 @@ _THINKING: Final[Mapping[type, str]] = {
 _EVENT_CLASSES: Final = tuple(EVENT_CLASSES.values())
 
 
+class _NoParsers(dict[str, None]):
+    def __missing__(self, event_type: str) -> None:
+        return None
+
+
+_NO_PARSERS: Final = _NoParsers()
+
+
 class Receiver:
     """
     Applies the receiver's processing rules to one stream, an event at a time.
@@ -385,6 +394,7 @@ class Receiver:
         "_collect",
         "_message_id",
         "_minted",
+        "_parsers",
         "_span_id",
         "_validate",
         "last_issues",
@@ -401,6 +411,8 @@ class Receiver:
         collect_issues: bool = False,
     ) -> None:
         self._validate = validate
+        # Without validation there is no fast path: every dict takes the trusting parse.
+        self._parsers = event_parsers(strict=True) if validate else _NO_PARSERS
         self._collect = collect_issues
         self.protocol_version = protocol_version
         self.on_warning: WarningSink = on_warning or discard_warning
@@ -424,11 +436,21 @@ class Receiver:
         """
         if self.last_issues:
             self.last_issues = []
-        if type(item) is dict or isinstance(item, Mapping):
+        if type(item) is dict:
+            # The common case, a decoded valid event: one lookup, one validator call.
+            kind = item.get("type")
+            parser = self._parsers[kind] if type(kind) is str else None
+            parsed = parser(item) if parser is not None else None
+            event = parsed if parsed is not None else self._from_wire(item)
+            if event is None:
+                return None
+        elif isinstance(item, Mapping):
             event = self._from_wire(item)
             if event is None:
                 return None
         elif not isinstance(item, _EVENT_CLASSES):
+            if is_sdk_model(item):  # an ag_ui.core event: across the boundary as its JSON
+                return self.receive(sdk_wire(item))
             unknown: Any = item
             return parse_event(unknown)  # a list, a string, None: "expected an object"
         else:
@@ -466,7 +488,8 @@ class Receiver:
                     self._warn_stripped(f"/{escape_pointer(key)}", kind)
                 event = evolve_quietly(event, extra_members=None)
             return event
-        valid = parse_valid_event(data, strict=True)
+        parser = self._parsers[kind]
+        valid = parser(data) if parser is not None else None
         if valid is not None:
             return valid
         self._strict_issues(data)

@@ -610,7 +610,8 @@ def _check_table() -> None:
                 problems.append(f"{name}: check {check!r} reports unknown rule {rule_id!r}")
     missing = sorted(set(EVENT_CLASSES) - seen)
     if missing:
-        problems.append(f"event types with no row: {', '.join(missing)}")
+        named = ", ".join(f"{t} ({EVENT_CLASSES[t].__name__})" for t in missing)
+        problems.append(f"event types with no row: {named}")
     for gate in LIFECYCLE_GATE.values():
         if set(gate) != set(Phase):
             problems.append("LIFECYCLE_GATE must cover every phase")

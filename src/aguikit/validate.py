@@ -30,10 +30,11 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from importlib import resources
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import jsonschema
-from jsonschema.exceptions import ValidationError, best_match
+if TYPE_CHECKING:  # the explainer is imported when a document fails, not at start-up
+    import jsonschema
+    from jsonschema.exceptions import ValidationError
 
 from ._generated.registry import EVENT_CLASSES, UNIONS
 from .errors import SchemaIssue, SchemaValidationError, UnknownEventTypeError, short_repr
@@ -51,6 +52,7 @@ __all__ = [
     "is_valid",
     "iter_schema_errors",
     "load_schema",
+    "raw_verdict",
     "suggest_event_type",
     "validate",
     "validate_event",
@@ -108,6 +110,10 @@ def _definition_schema(definition: str, strict: bool) -> dict[str, Any]:
 
 @cache
 def _python_validator(definition: str, strict: bool) -> jsonschema.protocols.Validator:
+    # jsonschema explains a failure; a valid stream never needs it, so a command that reads
+    # one does not pay for its import (a tenth of a second) at start-up.
+    import jsonschema.validators
+
     schema = _definition_schema(definition, strict)
     cls = jsonschema.validators.validator_for(schema)
     return cls(schema)
@@ -223,6 +229,8 @@ def _describe(
         if error.context:
             # An undiscriminated choice (text or a list of parts): explain the branch whose
             # JSON type the instance has, else the closest one.
+            from jsonschema.exceptions import best_match
+
             yield from _describe(best_match(_typed_branch(error)), strict, prefix, depth + 1)
             return
     message = error.message
@@ -297,6 +305,18 @@ def is_valid(data: Any, definition: str = "Event", *, strict: bool = True) -> bo
         except (ValueError, TypeError, OverflowError, RecursionError):
             pass  # data jsonschema-rs cannot convert (NaN, huge ints, deep nesting)
     return next(iter_schema_errors(data, member, strict=strict), None) is None
+
+
+def raw_verdict(definition: str, *, strict: bool = True) -> Callable[[Any], bool] | None:
+    """
+    ``jsonschema-rs``'s bound ``is_valid`` for one non-union definition, or ``None`` when
+    the accelerator is not installed.  Unguarded: it raises ``ValueError``, ``TypeError``,
+    ``OverflowError`` or ``RecursionError`` on a document it cannot read (``NaN``, huge
+    integers, deep nesting), which a caller on the hot path catches itself, once, rather
+    than paying a wrapper per call (:func:`fast_check` is the guarded form).
+    """
+    rust = _rust_validator(definition, strict)
+    return None if rust is None else rust.is_valid
 
 
 def fast_check(definition: str, *, strict: bool = True) -> Callable[[Any], bool]:

@@ -592,6 +592,31 @@ class Verifier:
         """How many events were offered to :meth:`verify`, accepted or not."""
         return self._index
 
+    def open_entities(self) -> list[tuple[Family, Any, Any]]:
+        """
+        What the current run still has open, as ``(family, id, owner)``, in the order
+        ``RUN_FINISHED`` reports them (families in :data:`aguikit.rules.FAMILIES` order,
+        earliest first within a family).
+
+        ``owner`` is the ``subagentRunId`` the entity is attributed to (``None`` for the
+        parent agent).  A producer that must close what is open (aguikit's ``RunWriter``
+        in repair mode) reads it here instead of keeping a second record of the stream.
+        """
+        state = self._state
+        found: list[tuple[Family, Any, Any]] = []
+        for index, opened in enumerate(state.open):
+            spec = FAMILIES[index]
+            owners = state.owners[_BUCKET_INDEX[spec.bucket]] if spec.bucket is not None else {}
+            for key in opened:
+                if spec.owner_scoped:
+                    owner, entity = key
+                elif spec.family is Family.SUBAGENT:
+                    owner, entity = None, key
+                else:
+                    entity, owner = key, owners.get(key)
+                found.append((spec.family, entity, owner))
+        return found
+
     def verify(self, event: Any) -> None:
         """
         Check one event against the rules, and record it if it passes.

@@ -45,11 +45,12 @@ from .errors import (
     WireFormatError,
     short_repr,
 )
-from .validate import fast_check, suggest_event_type
+from .validate import fast_check, raw_verdict, suggest_event_type
 from .validate import validate as _validate_definition
 
 __all__ = [
     "converter",
+    "event_parsers",
     "parse_as",
     "parse_event",
     "parse_message",
@@ -122,7 +123,10 @@ def _compile_structure(cls: type, conv: cattrs.Converter) -> Callable[[Any, Any]
     hints = typing.get_type_hints(cls)
     namespace: dict[str, Any] = {"__cl": cls, "__new": object.__new__}
     known: list[str] = []
-    lines = ["def structure(o, _=None):", "    obj = __new(__cl)"]
+    required_lines: list[str] = []
+    optional_lines: list[str] = []
+    absent_lines: list[str] = []
+    tag = _discriminator_of(cls)
     for field in attrs.fields(cls):
         if _is_extras(field):
             continue
@@ -131,24 +135,48 @@ def _compile_structure(cls: type, conv: cattrs.Converter) -> Callable[[Any, Any]
         annotation = hints[field.name]
         required = field.default is attrs.NOTHING
         default = None if required else field.default
-        if _is_plain(annotation):
+        plain = _is_plain(annotation)
+        if not required:
+            value = repr(default) if plain else "None"
+            if tag is not None and wire == tag[0]:
+                value = f"o.get({wire!r}, {default!r})"
+            absent_lines.append(f"        obj.{field.name} = {value}")
+        if plain:
             read = f"o[{wire!r}]" if required else f"o.get({wire!r}, {default!r})"
-            lines.append(f"    obj.{field.name} = {read}")
+            (required_lines if required else optional_lines).append(
+                f"    obj.{field.name} = {read}"
+            )
             continue
         namespace[f"__h_{field.name}"] = conv.get_structure_hook(annotation)
         namespace[f"__t_{field.name}"] = annotation
         call = f"__h_{field.name}(v, __t_{field.name})"
         if required:
-            lines.append(f"    v = o[{wire!r}]")
-            lines.append(f"    obj.{field.name} = {call}")
+            required_lines.append(f"    v = o[{wire!r}]")
+            required_lines.append(f"    obj.{field.name} = {call}")
         else:
-            lines.append(f"    v = o.get({wire!r})")
-            lines.append(f"    obj.{field.name} = None if v is None else {call}")
+            optional_lines.append(f"    v = o.get({wire!r})")
+            optional_lines.append(f"    obj.{field.name} = None if v is None else {call}")
     namespace["__known"] = frozenset(known)
-    lines.append(
+    # Most documents carry only what they must (plus their discriminator): then every
+    # optional member is absent and nothing is undeclared, which the key count proves
+    # once the required members have been read, so the optional reads are skipped.
+    count = sum(1 for f in attrs.fields(cls) if f.default is attrs.NOTHING)
+    bare = f"n == {count}"
+    if tag is not None:
+        bare += f" or (n == {count + 1} and {tag[0]!r} in o)"
+    lines = [
+        "def structure(o, _=None):",
+        "    obj = __new(__cl)",
+        *required_lines,
+        "    n = len(o)",
+        f"    if {bare}:",
+        *absent_lines,
+        "        obj.extra_members = None",
+        "        return obj",
+        *optional_lines,
         "    obj.extra_members = None if __known.issuperset(o) "
-        "else {k: v for k, v in o.items() if k not in __known}"
-    )
+        "else {k: v for k, v in o.items() if k not in __known}",
+    ]
     lines.append("    return obj")
     exec("\n".join(lines), namespace)  # the cattrs technique: specialised code per class
     hook: Callable[[Any, Any], Any] = namespace["structure"]
@@ -284,15 +312,21 @@ def _event_class(data: Mapping[str, Any]) -> type:
     return cls
 
 
-def _paths(cls: type, strict: bool) -> tuple[Callable[[Any], bool], Callable[[Any, Any], Any]]:
+def _hook(cls: type) -> Callable[[Any, Any], Any]:
+    hook = _hooks.get(cls)
+    if hook is None:
+        hook = _hooks[cls] = converter.get_structure_hook(cls)
+    return hook
+
+
+def _verdict(cls: type, strict: bool) -> Callable[[Any], bool]:
+    # Built on first use, per strictness: a validator costs milliseconds to compile, and a
+    # trusting parse (check=False) never needs one.
     key = (cls, strict)
-    fast = _fast_paths.get(key)
-    if fast is None:
-        fast = _fast_paths[key] = (
-            fast_check(cls.__name__, strict=strict),
-            converter.get_structure_hook(cls),
-        )
-    return fast
+    verdict = _verdicts.get(key)
+    if verdict is None:
+        verdict = _verdicts[key] = fast_check(cls.__name__, strict=strict)
+    return verdict
 
 
 def _build(cls: type, hook: Callable[[Any, Any], Any], data: Mapping[str, Any]) -> Event:
@@ -326,10 +360,67 @@ def parse_event(data: Mapping[str, Any], *, check: bool = True, strict: bool = F
             the event class name and each issue has the JSON pointer of the field.
     """
     cls = _event_class(data)
-    verdict, hook = _paths(cls, strict)
-    if check and not verdict(data):
+    if check and not _verdict(cls, strict)(data):
         _validate_definition(data, cls.__name__, strict=strict)
-    return _build(cls, hook, data)
+    return _build(cls, _hook(cls), data)
+
+
+def _compile_parser(cls: type, strict: bool) -> Callable[[Mapping[str, Any]], Event | None]:
+    hook = _hook(cls)
+    verdict = raw_verdict(cls.__name__, strict=strict) or _verdict(cls, strict)
+
+    def parse(data: Mapping[str, Any]) -> Event | None:
+        try:
+            valid = verdict(data)
+        except (ValueError, TypeError, OverflowError, RecursionError):
+            return None  # unreadable for the accelerator: the explaining path decides
+        # A document the validator accepts cannot make the trusting hook fail.
+        return typing.cast(Event, hook(data, cls)) if valid else None
+
+    parse.__qualname__ = f"parse_{cls.__name__}"
+    return parse
+
+
+_Parser = Callable[[Mapping[str, Any]], "Event | None"]
+
+
+class _Parsers(dict[str, "_Parser | None"]):
+    """
+    Compiled on first use: a validator costs milliseconds to build and a stream uses a
+    handful of the event types.  A type the protocol does not define is answered ``None``
+    and not kept, so hostile types cannot grow the table.
+    """
+
+    def __init__(self, strict: bool) -> None:
+        super().__init__()
+        self.strict = strict
+
+    def __missing__(self, event_type: str) -> _Parser | None:
+        cls = EVENT_CLASSES.get(event_type) if type(event_type) is str else None
+        if cls is None:
+            return None
+        parser = self[event_type] = _compile_parser(cls, self.strict)
+        return parser
+
+
+_parsers: dict[bool, _Parsers] = {}
+
+
+def event_parsers(*, strict: bool = True) -> Mapping[str, _Parser | None]:
+    """
+    Per event type, the fast half of :func:`parse_event` as one call: the typed event when
+    the document is valid, else ``None``.
+
+    For a consumer's hot loop (the session's receiver): a type lookup, one validator call
+    and the compiled structure hook, with nothing between them.  The document must be a
+    mapping whose ``type`` names the parser; anything else goes through
+    :func:`parse_event`, which explains.  Index it (``parsers[event_type]``): a type the
+    protocol does not define gives ``None``.
+    """
+    table = _parsers.get(strict)
+    if table is None:
+        table = _parsers[strict] = _Parsers(strict)
+    return table
 
 
 def parse_valid_event(data: Mapping[str, Any], *, strict: bool = True) -> Event | None:
@@ -343,14 +434,14 @@ def parse_valid_event(data: Mapping[str, Any], *, strict: bool = True) -> Event 
     Raises:
         UnknownEventTypeError: ``type`` is missing or names no event.
     """
-    cls = _event_class(data)
-    verdict, hook = _paths(cls, strict)
-    if not verdict(data):
-        return None
-    return _build(cls, hook, data)
+    _event_class(data)  # raises for a missing or unknown type
+    parser = event_parsers(strict=strict)[data["type"]]
+    assert parser is not None  # the type is known: _event_class checked it
+    return parser(data)
 
 
-_fast_paths: dict[tuple[type, bool], tuple[Callable[[Any], bool], Callable[[Any, Any], Any]]] = {}
+_hooks: dict[type, Callable[[Any, Any], Any]] = {}
+_verdicts: dict[tuple[type, bool], Callable[[Any], bool]] = {}
 
 
 def parse_message(data: Mapping[str, Any], *, check: bool = True) -> Message:

@@ -30,13 +30,16 @@ from ..errors import ContentTypeError, HTTPStatusError, TransportError
 from .proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from .sse import MEDIA_TYPE
 
-__all__ = ["BOTH", "DEFAULT_TIMEOUT", "SSE_ONLY", "apost_stream", "post_stream"]
+__all__ = ["BOTH", "DEFAULT_TIMEOUT", "SSE_ONLY", "ResponseHook", "apost_stream", "post_stream"]
 
 SSE_ONLY: Final = (MEDIA_TYPE,)
 """The default ``accept``: what every AG-UI agent speaks."""
 
 BOTH: Final = (PROTO_MEDIA_TYPE, MEDIA_TYPE)
 """Binary preferred, SSE accepted: the agent picks, the ``Content-Type`` says which."""
+
+ResponseHook = Callable[[int, Mapping[str, str]], None]
+"""Called with the status code and headers as soon as the agent's answer begins."""
 
 DEFAULT_TIMEOUT: Final = 60.0
 """Seconds; the read timeout applies between chunks, so a slow agent that keeps talking is
@@ -65,10 +68,13 @@ def _check_content_type(
     url: str,
     accept: Sequence[str],
     on_media_type: Callable[[str], None] | None,
+    required: bool,
 ) -> None:
     media = _media_type(response)
     if media is None or media not in accept:
-        raise ContentTypeError(response.headers.get("content-type"), url=url)
+        if required:
+            raise ContentTypeError(response.headers.get("content-type"), url=url)
+        return
     if on_media_type is not None:
         on_media_type(media)
 
@@ -82,6 +88,8 @@ def post_stream(
     transport: httpx.BaseTransport | None = None,
     accept: Sequence[str] = SSE_ONLY,
     on_media_type: Callable[[str], None] | None = None,
+    on_response: ResponseHook | None = None,
+    require_event_stream: bool = True,
 ) -> Iterator[bytes]:
     """
     POST ``body`` as JSON to ``url`` and yield the event stream's bytes as they arrive.
@@ -96,12 +104,22 @@ def post_stream(
         accept: The media types asked for, in order of preference (:data:`SSE_ONLY`,
             :data:`BOTH`); an answer in any other is a :class:`ContentTypeError`.
         on_media_type: Called with the media type the agent chose, before the first
-            byte is yielded, so the caller can pick the decoder.
+            byte is yielded, so the caller can pick the decoder (only when it is one of
+            ``accept``).
+        on_response: Told the status and headers before anything else happens: a checker
+            reports what the agent answered (and when) without a second fetch.
+        require_event_stream: Refuse a 2xx answer in a media type not in ``accept``
+            (a client must); ``False`` hands its bytes over anyway, so a checker can
+            report the content type *and* what the body holds.
 
     Raises:
         HTTPStatusError: The agent answered non-2xx (the error holds the body's start).
-        ContentTypeError: The agent answered 2xx in a media type not in ``accept``.
+        ContentTypeError: The agent answered 2xx in a media type not in ``accept`` (only
+            with ``require_event_stream``).
         TransportError: The connection failed, before or during the body.
+
+    .. versionchanged:: 0.3.0  ``accept``, ``on_media_type``, ``on_response``,
+       ``require_event_stream``.
     """
     try:
         with (
@@ -110,6 +128,8 @@ def post_stream(
                 "POST", url, json=dict(body), headers=_headers(headers, accept)
             ) as response,
         ):
+            if on_response is not None:
+                on_response(response.status_code, response.headers)
             if not response.is_success:
                 start = bytearray()
                 for chunk in response.iter_bytes():
@@ -118,7 +138,7 @@ def post_stream(
                         break
                 text = bytes(start[:_ERROR_BODY_BYTES]).decode("utf-8", "replace")
                 raise HTTPStatusError(response.status_code, text, url=url)
-            _check_content_type(response, url, accept, on_media_type)
+            _check_content_type(response, url, accept, on_media_type, require_event_stream)
             yield from response.iter_bytes()
     except httpx.HTTPError as exc:
         raise TransportError(_describe(exc), url=url) from exc
@@ -133,6 +153,8 @@ async def apost_stream(
     transport: httpx.AsyncBaseTransport | None = None,
     accept: Sequence[str] = SSE_ONLY,
     on_media_type: Callable[[str], None] | None = None,
+    on_response: ResponseHook | None = None,
+    require_event_stream: bool = True,
 ) -> AsyncGenerator[bytes, None]:
     """
     The asynchronous twin of :func:`post_stream`.
@@ -147,6 +169,8 @@ async def apost_stream(
                 "POST", url, json=dict(body), headers=_headers(headers, accept)
             ) as response,
         ):
+            if on_response is not None:
+                on_response(response.status_code, response.headers)
             if not response.is_success:
                 start = bytearray()
                 async for chunk in response.aiter_bytes():
@@ -155,7 +179,7 @@ async def apost_stream(
                         break
                 text = bytes(start[:_ERROR_BODY_BYTES]).decode("utf-8", "replace")
                 raise HTTPStatusError(response.status_code, text, url=url)
-            _check_content_type(response, url, accept, on_media_type)
+            _check_content_type(response, url, accept, on_media_type, require_event_stream)
             async for chunk in response.aiter_bytes():
                 yield chunk
     except httpx.HTTPError as exc:

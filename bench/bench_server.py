@@ -1,0 +1,371 @@
+"""
+The producer side under load, and its per-event cost next to the official SDK's encoder.
+
+1. *Producer overhead.*  The same realistic run (text deltas, tool calls and results,
+   state deltas, reasoning) is encoded event by event by the official SDK
+   (``ag_ui.encoder.EventEncoder().encode`` on ``ag_ui.core`` events: pydantic dump, no
+   checks) and emitted through ``aguikit.server.RunWriter`` (strict schema check, chunk
+   expansion, verification, state tracking, SSE encoding), side by side in one process.
+   The target is RunWriter at most 2x the SDK's encoder.
+2. *Load.*  One uvicorn worker on loopback serves ``--streams`` concurrent runs of
+   ``--events`` events each (``create_app`` around a handler streaming numbered deltas);
+   client processes read them all and check that every stream completed with every event
+   in order.  Reported: events/s over the whole load, p50/p99 time to first event, and the
+   server's peak RSS growth per concurrent stream (``VmHWM`` minus the idle ``VmRSS``).
+
+It prints numbers and asserts nothing but completeness: timings depend on the machine.
+
+Usage::
+
+    python bench/bench_server.py [--streams 500] [--events 1000] [--clients 4]
+    python bench/bench_server.py --overhead-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from aguikit.models import RunAgentInput
+from aguikit.server import RunWriter, create_app
+from aguikit.transport.sse import encode_bytes
+from aguikit.wire import parse_event
+
+HERE = Path(__file__).resolve().parent
+EVENTS_PER_STREAM_DEFAULT = 1000
+
+
+# ---------------------------------------------------------------------------------------
+# The load run's server
+# ---------------------------------------------------------------------------------------
+
+
+async def numbered(run_input: RunAgentInput, run: RunWriter) -> None:
+    """RUN_STARTED, a message of ``events - 4`` numbered deltas, RUN_FINISHED."""
+    total = int((run_input.forwarded_props or {}).get("events", EVENTS_PER_STREAM_DEFAULT))
+    async with run.text_message(message_id="m") as message:
+        for n in range(total - 4):
+            await message.write(f"{n} ")
+
+
+app = create_app(
+    numbered, path="/agent", queue_size=int(os.environ.get("AGUIKIT_BENCH_QUEUE", "64"))
+)
+
+
+# ---------------------------------------------------------------------------------------
+# 1. Producer overhead
+# ---------------------------------------------------------------------------------------
+
+
+def realistic_run(target: int) -> list[dict[str, Any]]:
+    """The in-run events of one long run (RunWriter adds RUN_STARTED and RUN_FINISHED)."""
+    events: list[dict[str, Any]] = []
+    turn = 0
+    state: dict[str, Any] = {"todos": []}
+    events.append({"type": "STATE_SNAPSHOT", "snapshot": {"todos": []}})
+    while len(events) < target:
+        turn += 1
+        rs, rm = f"rs-{turn}", f"rm-{turn}"
+        events.append({"type": "REASONING_START", "messageId": rs})
+        events.append({"type": "REASONING_MESSAGE_START", "messageId": rm, "role": "reasoning"})
+        events += [
+            {"type": "REASONING_MESSAGE_CONTENT", "messageId": rm, "delta": f"option {i} "}
+            for i in range(8)
+        ]
+        events.append({"type": "REASONING_MESSAGE_END", "messageId": rm})
+        events.append({"type": "REASONING_END", "messageId": rs})
+        mid, call = f"m-{turn}", f"call-{turn}"
+        events.append({"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"})
+        events += [
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": f"word{i} "}
+            for i in range(60)
+        ]
+        events.append({"type": "TEXT_MESSAGE_END", "messageId": mid})
+        events.append(
+            {
+                "type": "TOOL_CALL_START",
+                "toolCallId": call,
+                "toolCallName": "add_todo",
+                "parentMessageId": mid,
+            }
+        )
+        events += [
+            {"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": piece}
+            for piece in ('{"title":', f'"task {turn}"', "}")
+        ]
+        events.append({"type": "TOOL_CALL_END", "toolCallId": call})
+        events.append(
+            {
+                "type": "TOOL_CALL_RESULT",
+                "messageId": f"r-{turn}",
+                "toolCallId": call,
+                "content": "ok",
+                "role": "tool",
+            }
+        )
+        state["todos"].append({"title": f"task {turn}", "done": False})
+        events.append(
+            {
+                "type": "STATE_DELTA",
+                "delta": [{"op": "add", "path": "/todos/-", "value": {"title": f"task {turn}"}}],
+            }
+        )
+    return events
+
+
+def _best(seconds: list[float], count: int) -> tuple[float, float]:
+    per = [s / count * 1e6 for s in seconds]
+    return min(per), statistics.median(per)
+
+
+def overhead(events: int, repeats: int) -> float:
+    """Print µs/event of the SDK encoder and of RunWriter; return the ratio of minimums."""
+    from ag_ui.core import Event as SdkEvent
+    from ag_ui.encoder import EventEncoder
+    from pydantic import TypeAdapter
+
+    docs = realistic_run(events)
+    typed = [parse_event(d) for d in docs]
+    sdk_events = [TypeAdapter(SdkEvent).validate_python(d) for d in docs]
+    encoder = EventEncoder()
+    run_input = {"threadId": "t", "runId": "r", "messages": []}
+
+    sdk_times: list[float] = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for event in sdk_events:
+            encoder.encode(event)
+        sdk_times.append(time.perf_counter() - start)
+
+    async def emit_all(items: list[Any]) -> float:
+        frames: list[bytes] = []
+
+        async def sink(wire: Mapping[str, Any]) -> None:
+            frames.append(encode_bytes(wire))
+
+        run = RunWriter(run_input, sink=sink)
+        await run.start()
+        start = time.perf_counter()
+        for item in items:
+            await run.emit(item)
+        elapsed = time.perf_counter() - start
+        await run.finish()
+        assert len(frames) == len(items) + 2
+        return elapsed
+
+    ours_typed = [asyncio.run(emit_all(typed)) for _ in range(repeats)]
+    ours_dicts = [asyncio.run(emit_all(docs)) for _ in range(repeats)]
+    ours_sdk = [asyncio.run(emit_all(sdk_events)) for _ in range(max(1, repeats // 2))]
+
+    n = len(docs)
+    sdk_min, sdk_med = _best(sdk_times, n)
+    rows = [
+        ("SDK EventEncoder.encode (ag_ui.core event -> SSE)", sdk_min, sdk_med),
+        ("RunWriter.emit, typed aguikit event -> SSE", *_best(ours_typed, n)),
+        ("RunWriter.emit, wire dict -> SSE", *_best(ours_dicts, n)),
+        ("RunWriter.emit, ag_ui.core event -> SSE", *_best(ours_sdk, n)),
+    ]
+    print(f"Producer overhead, {n} events of one run (validate + verify + encode)")
+    for label, best, median in rows:
+        print(f"  {label:<52} {best:6.2f} µs/event min  {median:6.2f} median")
+    ratio = rows[1][1] / sdk_min
+    print(f"  ratio RunWriter (typed) / SDK encoder: {ratio:.2f}x (target <= 2x)")
+    print(f"  ratio RunWriter (wire dict) / SDK encoder: {rows[2][1] / sdk_min:.2f}x")
+    return ratio
+
+
+# ---------------------------------------------------------------------------------------
+# 2. Load
+# ---------------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _status(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+async def _one_stream(port: int, index: int, events: int) -> dict[str, Any]:
+    """One run over a raw HTTP/1.0 connection (the body is the bytes up to the close), so
+    the client costs next to nothing and the figures are the server's."""
+    body = json.dumps(
+        {
+            "threadId": f"t{index}",
+            "runId": f"r{index}",
+            "messages": [],
+            "forwardedProps": {"events": events},
+        }
+    ).encode()
+    request = (
+        b"POST /agent HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    started_at = time.time()
+    start = time.perf_counter()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(request)
+    first: float | None = None
+    buffer = b""
+    headers_done = False
+    count = 0
+    expected = 0
+    in_order = True
+    last: dict[str, Any] = {}
+    while chunk := await reader.read(65536):
+        buffer += chunk
+        if not headers_done:
+            head, sep, rest = buffer.partition(b"\r\n\r\n")
+            if not sep:
+                continue
+            assert head.startswith(b"HTTP/1.1 200"), head[:40]
+            headers_done, buffer = True, rest
+        if first is None and buffer:
+            first = time.perf_counter() - start
+        *frames, buffer = buffer.split(b"\n\n")
+        for frame in frames:
+            if not frame.startswith(b"data: "):
+                continue  # a keep-alive comment
+            count += 1
+            if frame.startswith(b'data: {"type":"TEXT_MESSAGE_CONTENT"'):
+                # Cheaper than json.loads: the client must not be the bottleneck.
+                delta = frame[frame.rindex(b'"delta":"') + 9 : -2]
+                in_order = in_order and delta == b"%d " % expected
+                expected += 1
+            else:
+                last = json.loads(frame[6:])
+    writer.close()
+    return {
+        "started_at": started_at,
+        "ended_at": time.time(),
+        "ttfe": first if first is not None else float("nan"),
+        "count": count,
+        "in_order": in_order and expected == events - 4,
+        "finished": last.get("type") == "RUN_FINISHED",
+    }
+
+
+def _client_process(args: tuple[int, list[int], int]) -> list[dict[str, Any]]:
+    port, indexes, events = args
+
+    async def main() -> list[dict[str, Any]]:
+        return list(await asyncio.gather(*(_one_stream(port, i, events) for i in indexes)))
+
+    return asyncio.run(main())
+
+
+def load(streams: int, events: int, clients: int) -> None:
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *sys.path])}
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "bench_server:app",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--log-level",
+            "warning",
+            "--no-access-log",
+            "--backlog",
+            str(max(2048, streams * 2)),
+        ],
+        env=env,
+        cwd=HERE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the server did not start") from None
+                time.sleep(0.1)
+        idle = _status(server.pid, "VmRSS")
+        shares = [list(range(i, streams, clients)) for i in range(clients)]
+        with multiprocessing.get_context("spawn").Pool(clients) as pool:
+            results = [
+                r
+                for part in pool.map(_client_process, [(port, s, events) for s in shares])
+                for r in part
+            ]
+        # From the first request sent to the last stream read (client start-up excluded).
+        elapsed = max(r["ended_at"] for r in results) - min(r["started_at"] for r in results)
+        peak = _status(server.pid, "VmHWM")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    complete = [r for r in results if r["count"] == events and r["finished"]]
+    ordered = [r for r in complete if r["in_order"]]
+    ttfe = sorted(r["ttfe"] for r in results)
+    total = sum(r["count"] for r in results)
+    queue = os.environ.get("AGUIKIT_BENCH_QUEUE", "64")
+    print(
+        f"Load: {streams} concurrent streams x {events} events, one uvicorn worker, loopback "
+        f"(queue_size={queue})"
+    )
+    print(f"  complete streams            {len(complete)}/{streams} (in order: {len(ordered)})")
+    print(f"  events received            {total} of {streams * events}")
+    print(f"  wall time                  {elapsed:.2f} s")
+    print(f"  throughput                 {total / elapsed:,.0f} events/s")
+    print(
+        f"  time to first event        p50 {statistics.median(ttfe) * 1e3:.1f} ms, "
+        f"p99 {ttfe[min(len(ttfe) - 1, int(len(ttfe) * 0.99))] * 1e3:.1f} ms"
+    )
+    print(
+        f"  server RSS                 idle {idle / 2**20:.1f} MiB, peak {peak / 2**20:.1f} MiB, "
+        f"{(peak - idle) / streams / 1024:.1f} KiB per concurrent stream"
+    )
+    if len(ordered) != streams:
+        raise SystemExit("some streams were incomplete or reordered")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--streams", type=int, default=500)
+    parser.add_argument("--events", type=int, default=EVENTS_PER_STREAM_DEFAULT)
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=max(1, (os.cpu_count() or 2) - 1),
+        help="client processes (default: one per CPU but the server's)",
+    )
+    parser.add_argument("--queue-size", type=int, default=64, help="agui_endpoint queue_size")
+    parser.add_argument("--overhead-events", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--overhead-only", action="store_true")
+    options = parser.parse_args()
+    overhead(options.overhead_events, options.repeats)
+    if not options.overhead_only:
+        print()
+        os.environ["AGUIKIT_BENCH_QUEUE"] = str(options.queue_size)
+        load(options.streams, options.events, options.clients)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""
+A scripted "weather + todo list" agent served with aguikit.server, no LLM needed.
+
+It streams text, calls a backend tool (the weather), updates shared state (the todo list),
+runs a subagent (a packing assistant) and asks the frontend to run a tool
+(``confirm_todo``); when the frontend answers, the next run acknowledges it::
+
+    pip install 'aguikit[server]' uvicorn
+    python examples/weather_todo_server.py         # http://127.0.0.1:8000/agent
+    aguikit replay http://127.0.0.1:8000/agent     # in another terminal
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from aguikit.server import EventWriter, RunAgentInput, RunWriter, create_app
+
+FORECASTS = {"paris": ("light rain", 14), "lyon": ("sunny", 22), "oslo": ("snow", -3)}
+
+
+def last_user_text(run_input: RunAgentInput) -> str:
+    for message in reversed(run_input.messages):
+        if message.role == "user" and isinstance(message.content, str):
+            return message.content
+    return ""
+
+
+async def get_weather(city: str) -> dict[str, object]:
+    """The backend tool: a real agent would call a weather API here."""
+    await asyncio.sleep(0.01)
+    sky, celsius = FORECASTS.get(city.lower(), ("cloudy", 15))
+    return {"city": city, "sky": sky, "celsius": celsius}
+
+
+async def stream_words(run: EventWriter, text: str) -> str:
+    """Stream ``text`` word by word, as a model would; returns the message id."""
+    async with run.text_message() as message:
+        for word in re.findall(r"\S+\s*", text):
+            await message.write(word)
+    return message.id
+
+
+async def agent(run_input: RunAgentInput, run: RunWriter) -> None:
+    state = dict(run_input.state) if isinstance(run_input.state, dict) else {}
+    todos = list(state.get("todos", []))
+    last = run_input.messages[-1] if run_input.messages else None
+    if last is not None and last.role == "tool":  # the frontend answered confirm_todo
+        await stream_words(run, f"Thanks, noted: {last.content}. Your list is up to date.")
+        return
+
+    question = last_user_text(run_input)
+    match = re.search(r"in ([A-Z][a-z]+)", question)
+    city = match.group(1) if match else "Paris"
+
+    async with run.step("plan"), run.reasoning() as thinking:
+        await thinking.think(f"The user asks about {city}; check the weather, then the list.")
+
+    said = await stream_words(run, f"Let me check the weather in {city}. ")
+    call = await run.call_tool("get_weather", {"city": city}, parent_message_id=said)
+    forecast = await get_weather(city)
+    await run.tool_result(call, forecast)
+
+    await run.set_state({**state, "todos": todos, "city": city})
+    if forecast["sky"] in ("light rain", "snow"):
+        todos.append({"title": "Pack an umbrella", "done": False})
+        await run.set_state({**state, "todos": todos, "city": city})
+
+    async with run.subagent("packing-assistant", description="Suggests what to pack") as helper:
+        await stream_words(helper, f"For {forecast['sky']} at {forecast['celsius']}°C: layers.")
+        helper.result = {"items": ["layers", "umbrella"]}
+
+    await stream_words(
+        run, f"It's {forecast['sky']} and {forecast['celsius']}°C in {city}. I added a todo."
+    )
+    if any(tool.name == "confirm_todo" for tool in run_input.tools or []):
+        await run.call_tool("confirm_todo", {"title": todos[-1]["title"] if todos else "none"})
+
+
+app = create_app(agent, path="/agent")
+
+if __name__ == "__main__":
+    import uvicorn
+
+    uvicorn.run(app, host="127.0.0.1", port=8000)

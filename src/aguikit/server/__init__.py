@@ -1,0 +1,59 @@
+"""
+The producer side of AG-UI: emit a verified stream from any Starlette or FastAPI endpoint.
+
+:class:`RunWriter` runs every event a producer emits through the same schema check, chunk
+expansion and verifier a receiver uses (strict, repair or audit), with typed helpers that
+make the legal order the easy one; :func:`agui_endpoint` and :func:`create_app` serve a
+handler over HTTP (SSE or JSONL, keep-alive comments, backpressure, cancellation on
+disconnect).  ``RunAgentInput`` is re-exported so a handler's module needs no other
+import.  The HTTP half needs Starlette (``aguikit[server]``) and is imported on
+first use, so the writer works without it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .._generated.models import RunAgentInput
+from .writer import (
+    Activity,
+    EventWriter,
+    Mode,
+    ReasoningBlock,
+    ReasoningMessage,
+    RunWriter,
+    Sink,
+    SubagentWriter,
+    TextMessage,
+    ToolCall,
+)
+
+if TYPE_CHECKING:
+    from .http import Handler, agui_endpoint, create_app
+
+__all__ = [
+    "Activity",
+    "EventWriter",
+    "Handler",
+    "Mode",
+    "ReasoningBlock",
+    "ReasoningMessage",
+    "RunAgentInput",
+    "RunWriter",
+    "Sink",
+    "SubagentWriter",
+    "TextMessage",
+    "ToolCall",
+    "agui_endpoint",
+    "create_app",
+]
+
+_HTTP = frozenset({"Handler", "agui_endpoint", "create_app"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HTTP:
+        from . import http
+
+        return getattr(http, name)
+    raise AttributeError(f"module 'aguikit.server' has no attribute {name!r}")

@@ -1,0 +1,287 @@
+"""
+Serve a run handler over HTTP: ``agui_endpoint(handler)`` for Starlette and FastAPI, and
+``create_app(handler)`` for a one-line ASGI app.
+
+What an agent server gets wrong in production is mostly not the protocol but the serving:
+a proxy that buffers the stream until it ends, an idle connection a load balancer cuts
+after 60 seconds, a handler that keeps generating (and paying for tokens) after the user
+closed the tab, a fast model filling memory for a slow reader.  The endpoint does the
+serving once:
+
+* the body is read with :mod:`aguikit.jsonio` and validated against ``RunAgentInput``
+  (``400`` when it is not JSON, ``422`` listing every problem with its JSON pointer);
+* ``Accept`` picks the framing: SSE by default (frames byte-identical to the official
+  SDK's ``EventEncoder``), JSONL for ``application/jsonl`` / ``application/x-ndjson``;
+  the protobuf media type gets ``406`` until it has its own implementation;
+* ``Cache-Control: no-cache``, ``X-Accel-Buffering: no`` (nginx) and
+  ``Connection: keep-alive``; an SSE comment after ``keepalive`` seconds of silence;
+* every event is sent as it is written (one ASGI body message, which the server flushes);
+* a bounded queue between the handler and the socket: a slow reader blocks the handler's
+  next ``emit`` (the server's own flow control blocks the send), so memory per stream is
+  the queue plus the socket buffer, whatever the handler produces;
+* a client disconnect cancels the handler (it sees :class:`asyncio.CancelledError` at its
+  next ``await``) and nothing is written after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from .._generated.models import RunAgentInput
+from ..errors import DecodeError
+from ..jsonio import loads
+from ..transport import jsonl, sse
+from ..validate import is_valid, iter_schema_errors
+from ..wire import parse_run_agent_input
+from .writer import Mode, RunWriter
+
+__all__ = ["PROTOBUF_MEDIA_TYPE", "Handler", "agui_endpoint", "create_app", "negotiate"]
+
+Handler = Callable[[RunAgentInput, RunWriter], Awaitable[None]]
+"""``async def handler(input, run)``: answer one run request by emitting on ``run``."""
+
+PROTOBUF_MEDIA_TYPE: Final = "application/vnd.ag-ui.event+proto"
+"""The AG-UI protobuf framing, not served yet: a request that accepts only it gets 406."""
+
+_JSONL_TYPES: Final = ("application/jsonl", "application/x-ndjson")
+_SSE_RANGES: Final = (sse.MEDIA_TYPE, "text/*", "*/*")
+_KEEPALIVE: Final = b": keep-alive\n\n"
+_DONE: Final[Any] = object()
+"""Ends the frame queue: the run is over, or the client left."""
+
+
+def negotiate(accept: str | None) -> str | None:
+    """
+    The media type to answer with for an ``Accept`` header: ``text/event-stream``, a JSONL
+    type, or ``None`` when nothing the endpoint serves is acceptable (406).
+
+    The highest ``q`` wins, the earlier range on a tie; no header means SSE.
+    """
+    if not accept or not accept.strip():
+        return sse.MEDIA_TYPE
+    ranges: list[tuple[float, int, str]] = []
+    for position, part in enumerate(accept.split(",")):
+        media, *params = (piece.strip() for piece in part.split(";"))
+        quality = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if quality > 0 and media:
+            ranges.append((-quality, position, media.lower()))
+    for _, _, media in sorted(ranges):
+        if media in _SSE_RANGES:
+            return sse.MEDIA_TYPE
+        if media in _JSONL_TYPES:
+            return media
+    return None
+
+
+def _problem(status: int, title: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"title": title, "status": status, **extra}, status_code=status)
+
+
+async def _read_input(request: Request) -> RunAgentInput | Response:
+    body = await request.body()
+    try:
+        data = loads(body, source="request body")
+    except DecodeError as error:
+        return _problem(400, "the request body is not JSON", detail=str(error))
+    # Tolerant: a newer client may send members this server's schema does not declare.
+    # The fast verdict first; the explanation only for a body that fails it.
+    if not is_valid(data, "RunAgentInput", strict=False):
+        issues = list(iter_schema_errors(data, "RunAgentInput", strict=False))
+        return _problem(
+            422,
+            "the request body is not a valid RunAgentInput",
+            issues=[
+                {"pointer": issue.pointer, "keyword": issue.keyword, "message": issue.message}
+                for issue in issues
+            ],
+        )
+    return parse_run_agent_input(data, check=False)
+
+
+class EventStreamResponse(Response):
+    """
+    The streamed answer to one run request: the handler runs in its own task, feeding a
+    bounded queue of encoded frames that this response writes to the socket.
+    """
+
+    def __init__(
+        self,
+        handler: Handler,
+        run_input: RunAgentInput,
+        *,
+        media_type: str,
+        mode: Mode,
+        keepalive: float | None,
+        queue_size: int,
+        snapshot_every: int,
+    ) -> None:
+        # As StreamingResponse does: no body, so no Content-Length is declared.
+        self.status_code = 200
+        self.media_type = media_type
+        self.background = None
+        self.init_headers(
+            {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connection": "keep-alive"}
+        )
+        self.handler = handler
+        self.run_input = run_input
+        self.mode: Mode = mode
+        self.keepalive = keepalive if media_type == sse.MEDIA_TYPE else None
+        self.queue_size = queue_size
+        self.snapshot_every = snapshot_every
+        self.encode: Callable[[Mapping[str, Any]], bytes] = (
+            sse.encode_bytes if media_type == sse.MEDIA_TYPE else _jsonl_bytes
+        )
+        self.disconnected = False
+        """Whether the client went away before the stream ended."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        queue: asyncio.Queue[Any] = asyncio.Queue(self.queue_size)
+        encode = self.encode
+
+        async def sink(wire: Mapping[str, Any]) -> None:
+            if not self.disconnected:
+                await queue.put(encode(wire))
+
+        async def produce() -> None:
+            try:
+                run = RunWriter(
+                    self.run_input,
+                    sink=sink,
+                    mode=self.mode,
+                    snapshot_every=self.snapshot_every,
+                )
+                async with run:
+                    # Let the writer send RUN_STARTED before the handler fills the queue:
+                    # under many concurrent streams the first event then leaves at once.
+                    await asyncio.sleep(0)
+                    await self.handler(self.run_input, run)
+            finally:
+                if not self.disconnected:
+                    await queue.put(_DONE)
+
+        producer = asyncio.create_task(produce())
+
+        async def watch() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    self.disconnected = True
+                    producer.cancel()
+                    with contextlib.suppress(asyncio.QueueFull):
+                        queue.put_nowait(_DONE)  # wake the writer if it waits for a frame
+                    return
+
+        watcher = asyncio.create_task(watch())
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            await self._pump(queue, send)
+        except OSError:  # the connection broke under a send
+            self.disconnected = True
+        finally:
+            watcher.cancel()
+            if not producer.done():
+                producer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await producer
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+    async def _pump(self, queue: asyncio.Queue[Any], send: Send) -> None:
+        keepalive = self.keepalive
+        while True:
+            try:
+                frame = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                try:
+                    frame = await asyncio.wait_for(queue.get(), keepalive)
+                except TimeoutError:
+                    frame = _KEEPALIVE
+            if self.disconnected:
+                return
+            if frame is _DONE:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
+            await send({"type": "http.response.body", "body": frame, "more_body": True})
+
+
+def _jsonl_bytes(wire: Mapping[str, Any]) -> bytes:
+    return jsonl.encode_line(wire).encode("utf-8")
+
+
+def agui_endpoint(
+    handler: Handler,
+    *,
+    mode: Mode = "strict",
+    keepalive: float | None = 15.0,
+    queue_size: int = 64,
+    snapshot_every: int = 0,
+) -> Callable[[Request], Awaitable[Response]]:
+    """
+    Wrap ``handler`` as an HTTP endpoint that answers AG-UI run requests.
+
+    The result is an ``async def endpoint(request) -> Response``: a Starlette
+    ``Route("/agent", endpoint, methods=["POST"])`` and a FastAPI path operation
+    (``app.post("/agent")(endpoint)``) alike, so the same handler serves from either.
+
+    Args:
+        handler: ``async def handler(input, run)``; ``run`` is a :class:`RunWriter` that
+            has already sent ``RUN_STARTED`` and will end the run itself.
+        mode: The writer's mode for every run (``strict``, ``repair`` or ``audit``).
+        keepalive: Seconds of silence after which an SSE comment is sent so proxies and
+            load balancers keep the connection (``None``: never).
+        queue_size: Frames buffered between the handler and the socket; past it the
+            handler's next ``emit`` waits for the client.
+        snapshot_every: Passed to each :class:`RunWriter`.
+    """
+    if queue_size < 1:
+        raise ValueError("queue_size must be at least 1")
+
+    async def endpoint(request: Request) -> Response:
+        media_type = negotiate(request.headers.get("accept"))
+        if media_type is None:
+            return _problem(
+                406,
+                "no acceptable framing",
+                detail=f"this endpoint serves {sse.MEDIA_TYPE}, {', '.join(_JSONL_TYPES)}; "
+                f"{PROTOBUF_MEDIA_TYPE} is not supported yet",
+            )
+        run_input = await _read_input(request)
+        if isinstance(run_input, Response):
+            return run_input
+        return EventStreamResponse(
+            handler,
+            run_input,
+            media_type=media_type,
+            mode=mode,
+            keepalive=keepalive,
+            queue_size=queue_size,
+            snapshot_every=snapshot_every,
+        )
+
+    endpoint.__name__ = getattr(handler, "__name__", "agui_endpoint")
+    endpoint.__doc__ = getattr(handler, "__doc__", None)
+    return endpoint
+
+
+def create_app(handler: Handler, *, path: str = "/", **options: Any) -> Starlette:
+    """
+    A one-route ASGI app serving ``handler`` with ``POST`` on ``path``; ``options`` are
+    those of :func:`agui_endpoint`.  ``uvicorn module:app`` runs it.
+    """
+    return Starlette(routes=[Route(path, agui_endpoint(handler, **options), methods=["POST"])])

@@ -1,0 +1,99 @@
+"""
+``./dev`` and ``noxfile.py``: arguments reach only the session they are meant for.
+
+``./dev test -- -k receiver`` used to hand ``-k receiver`` to every default session, and
+``codegen_check`` passed it on to ``codegen/generate.py``, which failed on it.  Both ends
+are checked: the script (run against a stand-in ``nox`` that records its arguments) and
+each session (run against a stand-in ``nox.Session`` that records what it runs).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class _Recorder:
+    """Stands in for ``nox.Session``: keeps every ``run`` call."""
+
+    def __init__(self, posargs: list[str]) -> None:
+        self.posargs = posargs
+        self.runs: list[tuple[str, ...]] = []
+
+    def install(self, *args: str) -> None:
+        pass
+
+    def run(self, *args: str, **kwargs: Any) -> None:
+        self.runs.append(args)
+
+
+def _noxfile(monkeypatch: pytest.MonkeyPatch) -> Any:
+    fake = types.ModuleType("nox")
+    fake.options = types.SimpleNamespace()  # type: ignore[attr-defined]
+    fake.Session = _Recorder  # type: ignore[attr-defined]
+
+    def session(*args: Any, **kwargs: Any) -> Any:
+        if args and callable(args[0]):
+            return args[0]
+        return lambda function: function
+
+    fake.session = session  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "nox", fake)
+    spec = importlib.util.spec_from_file_location("aguikit_noxfile", REPO / "noxfile.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", ["lint", "typecheck", "codegen_check"])
+def test_the_check_sessions_ignore_pytest_arguments(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``nox -- -k foo`` reaches every session; the checks must not pass it on."""
+    session = _Recorder(["-k", "foo"])
+
+    getattr(_noxfile(monkeypatch), name)(session)
+
+    assert session.runs
+    assert [] == [run for run in session.runs if "-k" in run or "foo" in run]
+
+
+def test_the_tests_session_hands_its_arguments_to_pytest(monkeypatch: pytest.MonkeyPatch) -> None:
+    session = _Recorder(["-k", "foo"])
+
+    _noxfile(monkeypatch).tests(session)
+
+    # Only pytest takes them; the one other run, installing the Node packages the tests
+    # prove against (when npm is there), takes none.
+    assert ("pytest", "-k", "foo") == session.runs[-1]
+    assert [] == [run for run in session.runs[:-1] if "-k" in run or "foo" in run]
+    assert [] == [run for run in session.runs[:-1] if run[:2] != ("npm", "install")]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="./dev is a bash script")
+def test_dev_test_with_arguments_runs_the_checks_bare_and_pytest_with_them(
+    tmp_path: Path,
+) -> None:
+    """``./dev test -- -k foo``: the checks without the arguments, then the tests with them."""
+    shutil.copy(REPO / "dev", tmp_path / "dev")
+    log = tmp_path / "nox.log"
+    fake = tmp_path / ".venv" / "bin" / "nox"
+    fake.parent.mkdir(parents=True)
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {log}\n', encoding="utf-8")
+    fake.chmod(0o755)
+
+    subprocess.run(["bash", str(tmp_path / "dev"), "test", "--", "-k", "foo"], check=True)
+
+    assert ["-s lint typecheck codegen_check", "-s tests -- -k foo"] == (
+        log.read_text(encoding="utf-8").splitlines()
+    )
