@@ -274,9 +274,13 @@ def _check(
     events: Iterable[dict[str, Any]],
     emit: Callable[[_Problem], None],
     progress: _Progress,
+    into: Session | None = None,
 ) -> _Report:
     """
     Validate, verify and apply ``events``, reporting each problem through ``emit``.
+
+    ``into`` is the session to feed (created with ``collect_issues=True``), for a caller
+    that wants the conversation it folds as well as the verdict (:mod:`aguikit.testing`).
 
     Every event is validated once, by the session, which records the strict schema issues
     it finds (all of them) before its receiver repairs what it can.  The session verifies
@@ -287,7 +291,11 @@ def _check(
     repeated.
     """
     report = _Report(source)
-    session = Session(verify=True, validate=True, keep_delivered=False, collect_issues=True)
+    session = (
+        into
+        if into is not None
+        else Session(verify=True, validate=True, keep_delivered=False, collect_issues=True)
+    )
     verifying = True
     invalid = -1  # the index of the current event when the strict schema rejected it
 
