@@ -2,7 +2,9 @@
 Every build task of aguikit, one session per concern (``nox -l`` lists them).
 
 CI runs the default sessions (``nox``); ``bench`` and ``fuzz`` are opt-in because they
-measure or search rather than check.  Arguments after ``--`` reach every selected session,
+measure or search rather than check.  ``integrations`` installs pinned real AG-UI producers
+and judges their streams with ``aguikit.testing`` (``docs/producers.md`` lists findings).
+Arguments after ``--`` reach every selected session,
 so only ``tests`` reads them (they are pytest's); ``lint``, ``typecheck`` and
 ``codegen_check`` run with fixed arguments and ignore them.
 """
@@ -20,7 +22,11 @@ BENCH = ROOT / "bench"
 CODEGEN = ROOT / "codegen" / "generate.py"
 
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["tests", "lint", "typecheck", "codegen_check"]
+INTEGRATIONS = ROOT / "integrations"
+PRODUCERS = ["pydantic-ai-slim[ag-ui]==2.68.0"]
+"""Real producers, pinned: a finding in docs/producers.md is about exactly this version."""
+
+nox.options.sessions = ["tests", "lint", "typecheck", "codegen_check", "integrations"]
 nox.options.reuse_existing_virtualenvs = True
 
 
@@ -32,6 +38,14 @@ def tests(session: nox.Session) -> None:
         "-e", ".[test]", "mypy", "types-jsonschema", "datamodel-code-generator[ruff]==0.89.0"
     )
     session.run("pytest", *session.posargs)
+
+
+@nox.session(tags=["check"])
+def integrations(session: nox.Session) -> None:
+    """Real AG-UI producers, pinned and offline (fake models), judged by aguikit.testing."""
+    session.install("-e", ".[test]", *PRODUCERS)
+    # Fixed arguments: `nox -- -k foo` is meant for the unit tests' pytest.
+    session.run("pytest", "-p", "no:cacheprovider", str(INTEGRATIONS))
 
 
 @nox.session(default=False)
