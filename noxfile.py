@@ -23,7 +23,7 @@ CODEGEN = ROOT / "codegen" / "generate.py"
 
 nox.options.default_venv_backend = "uv|virtualenv"
 INTEGRATIONS = ROOT / "integrations"
-PRODUCERS = ["pydantic-ai-slim[ag-ui]==2.68.0"]
+PRODUCERS = ["pydantic-ai-slim[ag-ui]==2.68.0", "ag-ui-langgraph==0.0.47"]
 """Real producers, pinned: a finding in docs/producers.md is about exactly this version."""
 
 nox.options.sessions = ["tests", "lint", "typecheck", "codegen_check", "integrations"]
