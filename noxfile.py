@@ -26,7 +26,18 @@ INTEGRATIONS = ROOT / "integrations"
 PRODUCERS = ["pydantic-ai-slim[ag-ui]==2.68.0", "ag-ui-langgraph==0.0.47"]
 """Real producers, pinned: a finding in docs/producers.md is about exactly this version."""
 
-nox.options.sessions = ["tests", "lint", "typecheck", "codegen_check", "integrations"]
+AGENT_FRAMEWORK = INTEGRATIONS / "agent_framework"
+AGENT_FRAMEWORK_PRODUCER = "agent-framework-ag-ui==1.7.0"
+"""Pins ag-ui-protocol 0.1.x, which the ``test`` extra's 1.0.0 excludes: a venv of its own."""
+
+nox.options.sessions = [
+    "tests",
+    "lint",
+    "typecheck",
+    "codegen_check",
+    "integrations",
+    "integrations_agent_framework",
+]
 nox.options.reuse_existing_virtualenvs = True
 
 
@@ -45,7 +56,16 @@ def integrations(session: nox.Session) -> None:
     """Real AG-UI producers, pinned and offline (fake models), judged by aguikit.testing."""
     session.install("-e", ".[test]", *PRODUCERS)
     # Fixed arguments: `nox -- -k foo` is meant for the unit tests' pytest.
-    session.run("pytest", "-p", "no:cacheprovider", str(INTEGRATIONS))
+    session.run(
+        "pytest", "-p", "no:cacheprovider", str(INTEGRATIONS), f"--ignore={AGENT_FRAMEWORK}"
+    )
+
+
+@nox.session(tags=["check"])
+def integrations_agent_framework(session: nox.Session) -> None:
+    """Microsoft Agent Framework's AG-UI endpoint, pinned and offline, in its own venv."""
+    session.install("-e", ".", "pytest", AGENT_FRAMEWORK_PRODUCER)
+    session.run("pytest", "-p", "no:cacheprovider", str(AGENT_FRAMEWORK))
 
 
 @nox.session(default=False)

@@ -55,7 +55,10 @@ def _noxfile(monkeypatch: pytest.MonkeyPatch) -> Any:
     return module
 
 
-@pytest.mark.parametrize("name", ["lint", "typecheck", "codegen_check", "integrations"])
+@pytest.mark.parametrize(
+    "name",
+    ["lint", "typecheck", "codegen_check", "integrations", "integrations_agent_framework"],
+)
 def test_the_check_sessions_ignore_pytest_arguments(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
