@@ -363,3 +363,14 @@ def test_the_official_typescript_client_against_each_fault(fault: Any, fails: bo
         out = run_http_agent(url + "/", {"threadId": "t1", "messages": []})
 
     assert fails == ("error" in out["runs"][0]), out
+
+
+def test_a_path_is_named_in_the_assertion(tmp_path: Path) -> None:
+    """The first line names the file, so a parametrized test over recordings says which."""
+    path = tmp_path / "broken.jsonl"
+    path.write_bytes(jsonl_bytes(BAD))
+
+    with pytest.raises(AssertionError) as error:
+        assert_valid_stream(path)
+
+    assert _message(error).startswith(f"AG-UI stream {path} is not valid: 2 problems")

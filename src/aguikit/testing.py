@@ -389,9 +389,10 @@ def assert_valid_stream(source: Source, *, strict: bool = False) -> RunResult:
     """
     result = judge_stream(source, strict=strict)
     if result.problems:
-        label = "<events>" if result.raw is None and not _is_path(source) else "<stream>"
-        if _is_path(source):
+        if isinstance(source, PathLike) or (isinstance(source, str) and _is_path(source)):
             label = str(source)
+        else:
+            label = "<events>" if result.raw is None else "<stream>"
         raise AssertionError(_failure(label, result.problems))
     return result
 
