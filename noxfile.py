@@ -29,6 +29,9 @@ PRODUCERS = ["pydantic-ai-slim[ag-ui]==2.68.0", "ag-ui-langgraph==0.0.47"]
 AGENT_FRAMEWORK = INTEGRATIONS / "agent_framework"
 AGENT_FRAMEWORK_PRODUCER = "agent-framework-ag-ui==1.7.0"
 """Pins ag-ui-protocol 0.1.x, which the ``test`` extra's 1.0.0 excludes: a venv of its own."""
+ADK = INTEGRATIONS / "adk"
+ADK_PRODUCER = "ag-ui-adk==0.11.0"
+"""Brings google-adk's large dependency tree: a venv of its own too."""
 
 nox.options.sessions = [
     "tests",
@@ -37,6 +40,7 @@ nox.options.sessions = [
     "codegen_check",
     "integrations",
     "integrations_agent_framework",
+    "integrations_adk",
 ]
 nox.options.reuse_existing_virtualenvs = True
 
@@ -57,7 +61,12 @@ def integrations(session: nox.Session) -> None:
     session.install("-e", ".[test]", *PRODUCERS)
     # Fixed arguments: `nox -- -k foo` is meant for the unit tests' pytest.
     session.run(
-        "pytest", "-p", "no:cacheprovider", str(INTEGRATIONS), f"--ignore={AGENT_FRAMEWORK}"
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        str(INTEGRATIONS),
+        f"--ignore={AGENT_FRAMEWORK}",
+        f"--ignore={ADK}",
     )
 
 
@@ -66,6 +75,13 @@ def integrations_agent_framework(session: nox.Session) -> None:
     """Microsoft Agent Framework's AG-UI endpoint, pinned and offline, in its own venv."""
     session.install("-e", ".", "pytest", AGENT_FRAMEWORK_PRODUCER)
     session.run("pytest", "-p", "no:cacheprovider", str(AGENT_FRAMEWORK))
+
+
+@nox.session(tags=["check"])
+def integrations_adk(session: nox.Session) -> None:
+    """Google ADK's AG-UI middleware, pinned and offline (a scripted BaseLlm), own venv."""
+    session.install("-e", ".", "pytest", ADK_PRODUCER)
+    session.run("pytest", "-p", "no:cacheprovider", str(ADK))
 
 
 @nox.session(default=False)
