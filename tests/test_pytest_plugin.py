@@ -11,6 +11,7 @@ from __future__ import annotations
 import tomllib
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,6 +50,32 @@ def test_golden(agui_client, agui_trace):
 
 def _agent(pytester: pytest.Pytester, words: list[str], rechunk: bool = False) -> None:
     pytester.makepyfile(test_agent=AGENT.format(words=words, rechunk=rechunk))
+
+
+def test_snapshot_ids_are_placeholders_too() -> None:
+    """Message and tool-call ids that first appear in a MESSAGES_SNAPSHOT (a user message
+    the test client made up) are mapped like streamed ones, so the trace is stable."""
+    from aguikit.pytest_plugin import normalise_trace
+    from aguikit.testing import assert_valid_stream
+
+    def run(user_id: str, call_id: str) -> list[dict[str, Any]]:
+        call = {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        messages = [
+            {"id": user_id, "role": "user", "content": "hi"},
+            {"id": "a-" + user_id, "role": "assistant", "toolCalls": [call]},
+        ]
+        return [
+            {"type": "RUN_STARTED", "threadId": "t-" + user_id, "runId": "r"},
+            {"type": "MESSAGES_SNAPSHOT", "messages": messages},
+            {"type": "RUN_FINISHED", "threadId": "t-" + user_id, "runId": "r"},
+        ]
+
+    first = normalise_trace(assert_valid_stream(run("u1", "c1")))
+
+    assert first == normalise_trace(assert_valid_stream(run("u2", "c2")))
+    snapshot = first[1]["messages"]
+    assert ["<message-1>", "<message-2>"] == [m["id"] for m in snapshot]
+    assert "<tool-call-1>" == snapshot[1]["toolCalls"][0]["id"]
 
 
 def test_the_entry_point_is_declared() -> None:

@@ -89,11 +89,20 @@ class _Ids:
                 continue
             if isinstance(item, str) and key in _ID_KINDS:
                 out[key] = self.name(item, _ID_KINDS[key])
-            elif key == "id" and isinstance(item, str) and item in self.names:
-                out[key] = self.names[item]  # a snapshot's message or tool call id
+            elif key == "id" and isinstance(item, str):
+                out[key] = self._snapshot_id(item, value)
             else:
                 out[key] = self.walk(item)
         return out
+
+    def _snapshot_id(self, value: str, owner: dict[str, Any]) -> str:
+        """An ``id`` inside a snapshot: a message's (it has a ``role``), a tool call's (a
+        ``function``), or one already named; anything else is not generated, so kept."""
+        if "role" in owner:
+            return self.name(value, "message")
+        if "function" in owner:
+            return self.name(value, "tool-call")
+        return self.names.get(value, value)
 
 
 def _merge_deltas(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
