@@ -82,8 +82,9 @@ def test_text_from_test_model() -> None:
     assert "finished" == result.outcome.kind
 
 
-def test_a_backend_tool_call_and_its_result() -> None:
-    """A server-side tool: call, arguments, result, then the final text."""
+def test_a_backend_tool_call_and_its_result(agui_trace: Any) -> None:
+    """A server-side tool: call, arguments, result, then the final text; pinned as a
+    golden trace (integrations/agui_traces/pydantic_ai_backend_tool.jsonl)."""
 
     model = _call_then_text("get_weather", '{"city": "Paris"}', "call-1", "It is sunny.")
 
@@ -99,6 +100,7 @@ def test_a_backend_tool_call_and_its_result() -> None:
         (c.name, c.arguments, c.result) for c in result.tool_calls
     ]
     assert "It is sunny." == result.text()
+    agui_trace.check(result, "pydantic_ai_backend_tool")
 
 
 def test_a_frontend_tool_call_ends_the_run_for_the_ui_to_answer() -> None:
