@@ -8,6 +8,8 @@ instead, so the same tests run in both.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tomllib
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -76,6 +78,27 @@ def test_snapshot_ids_are_placeholders_too() -> None:
     snapshot = first[1]["messages"]
     assert ["<message-1>", "<message-2>"] == [m["id"] for m in snapshot]
     assert "<tool-call-1>" == snapshot[1]["toolCalls"][0]["id"]
+
+
+def test_loading_the_plugin_loads_no_stage_of_aguikit() -> None:
+    """Every pytest run of an environment with aguikit loads the plugin: it must cost the
+    package facade's eager errors only, not the testing helpers or the pipeline."""
+    code = (
+        "import sys, aguikit.pytest_plugin\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('aguikit'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+
+    loaded = set(done.stdout.split())
+    assert {"aguikit", "aguikit.pytest_plugin"} <= loaded
+    assert set() == loaded - {
+        "aguikit",
+        "aguikit.pytest_plugin",
+        "aguikit.errors",
+        "aguikit.catalogue",
+    }
 
 
 def test_the_entry_point_is_declared() -> None:
