@@ -9,6 +9,7 @@ Findings are in ``docs/producers.md``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from importlib.metadata import version
 from typing import Any
@@ -80,6 +81,10 @@ def _call(index: int, args: str, name: str | None = None, call_id: str | None = 
     return AIMessageChunk(content="", tool_call_chunks=[piece])  # type: ignore[list-item]
 
 
+def _rules(result: RunResult) -> list[str]:
+    return [re.findall(r"AGUI-[A-Z]\d+", problem)[0] for problem in result.problems]
+
+
 def _streamed_arguments(result: RunResult) -> dict[str, str]:
     """Each tool call's arguments as the TOOL_CALL_ARGS deltas spelled them."""
     streamed: dict[str, str] = {}
@@ -109,13 +114,17 @@ def test_streamed_text_snapshots_and_state_are_valid() -> None:
 
 
 def test_a_frontend_tool_call_loses_its_first_argument_chunk_from_the_stream() -> None:
-    """Valid by every rule, but the arguments sent with the call's first chunk never reach
-    a TOOL_CALL_ARGS: a UI rendering them live sees '"Paris"}'; only the closing
+    """The arguments sent with the call's first chunk never reach a TOOL_CALL_ARGS: a UI
+    rendering them live sees '"Paris"}', which is not JSON (AGUI-K008); only the closing
     MESSAGES_SNAPSHOT carries the whole '{"city": "Paris"}'."""
     chunks = [_call(0, '{"city":', "get_weather", "call-a"), _call(0, '"Paris"}')]
+    client = AgentTestClient(_app(ScriptedChatModel(chunks=chunks)), verify=False)
 
-    result = AgentTestClient(_app(ScriptedChatModel(chunks=chunks))).run("hi", tools=TOOLS)
+    result = client.run("hi", tools=TOOLS)
 
+    assert ["AGUI-K008"] == _rules(result)
+    assert "TOOL_CALL_END" in result.problems[0]
+    assert "'call-a'" in result.problems[0]
     assert {"call-a": '"Paris"}'} == _streamed_arguments(result)
     assert [("get_weather", {"city": "Paris"})] == [
         (c.name, c.arguments) for c in result.tool_calls
@@ -124,8 +133,8 @@ def test_a_frontend_tool_call_loses_its_first_argument_chunk_from_the_stream() -
 
 def test_interleaved_parallel_tool_calls_are_streamed_under_the_wrong_call() -> None:
     """Arguments of call-a that arrive after call-b started are sent as call-b's: no
-    ordering rule is broken (so no rule id), but the streamed arguments are wrong until
-    MESSAGES_SNAPSHOT replaces them."""
+    ordering rule is broken, but the streamed arguments are wrong until MESSAGES_SNAPSHOT
+    replaces them, and call-b's ('"Paris"}"UTC"}') are not JSON (AGUI-K008)."""
     chunks = [
         _call(0, '{"city":', "get_weather", "call-a"),
         _call(1, '{"tz":', "get_time", "call-b"),
@@ -133,8 +142,12 @@ def test_interleaved_parallel_tool_calls_are_streamed_under_the_wrong_call() -> 
         _call(1, '"UTC"}'),
     ]
 
-    result = AgentTestClient(_app(ScriptedChatModel(chunks=chunks))).run("hi", tools=TOOLS)
+    client = AgentTestClient(_app(ScriptedChatModel(chunks=chunks)), verify=False)
 
+    result = client.run("hi", tools=TOOLS)
+
+    assert ["AGUI-K008"] == _rules(result)
+    assert "'call-b'" in result.problems[0]
     assert {"call-a": "", "call-b": '"Paris"}"UTC"}'} == _streamed_arguments(result)
     assert [{"city": "Paris"}, {"tz": "UTC"}] == [c.arguments for c in result.tool_calls]
 

@@ -170,14 +170,17 @@ def test_parallel_tool_calls_streamed_one_after_the_other_are_valid() -> None:
 def test_interleaved_parallel_tool_calls_break_v014_and_aguikit_says_so() -> None:
     """The adapter ends call-a when call-b starts, then sends call-a's remaining arguments:
     TOOL_CALL_ARGS after that call's TOOL_CALL_END, which AGUI-V014 forbids (and the
-    TypeScript client rejects)."""
+    TypeScript client rejects); call-a ended with the arguments '{"city":', not JSON
+    (AGUI-K008)."""
     client = AgentTestClient(_app(_parallel(interleaved=True)), verify=False)
 
     result = client.run("weather and time?")
 
-    assert ["AGUI-V014"] == _rules(result)
-    assert "event 9 TOOL_CALL_ARGS (SSE frame 9" in result.problems[0]
+    assert ["AGUI-K008", "AGUI-V014"] == _rules(result)
+    assert "event 6 TOOL_CALL_END (SSE frame 6" in result.problems[0]
     assert "'call-a'" in result.problems[0]
+    assert "event 9 TOOL_CALL_ARGS (SSE frame 9" in result.problems[1]
+    assert "'call-a'" in result.problems[1]
     with pytest.raises(AssertionError, match="AGUI-V014"):
         AgentTestClient(_app(_parallel(interleaved=True))).run("weather and time?")
 

@@ -608,11 +608,13 @@ def _tool(draw: Any, ids: _Ids, tag: str | None, parent: str | None) -> list[Any
             subagent_run_id=start_tag,
         )
     ]
+    # The fragments join into JSON text, as a call's arguments are (aguikit check: K008).
+    fragments = ([], ["{}"], ['{"q":', "1}"])[draw(st.integers(0, 2))]
     seq += [
         models.ToolCallArgsEvent(
-            tool_call_id=cid, delta="{}", subagent_run_id=_maybe_tag(draw, tag)
+            tool_call_id=cid, delta=fragment, subagent_run_id=_maybe_tag(draw, tag)
         )
-        for _ in range(draw(st.integers(0, 2)))
+        for fragment in fragments
     ]
     seq.append(models.ToolCallEndEvent(tool_call_id=cid, subagent_run_id=_maybe_tag(draw, tag)))
     if draw(st.booleans()):

@@ -61,6 +61,8 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.server.writer": 17,
     "aguikit.server.http": 17,
     "aguikit.reference": 18,
+    "aguikit.checker": 18,
+    "aguikit.report": 18,
     "aguikit.cli": 19,
     "aguikit.__main__": 20,
     # testing helpers judge through the check pass; the pytest plugin sits on them

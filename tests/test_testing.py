@@ -6,6 +6,7 @@ scripted agent with its faults, against aguikit's client and the official TypeSc
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ from aguikit.testing import (
     assert_valid_stream,
     judge_stream,
 )
+from aguikit.wire import parse_message
 
 GOOD: list[dict[str, Any]] = [
     run_started(),
@@ -189,6 +191,51 @@ def test_judge_stream_reports_without_raising() -> None:
 
     assert not result.ok
     assert ["AGUI-V014", "AGUI-S001"] == [re.findall(r"AGUI-\w+", p)[0] for p in result.problems]
+
+
+def test_the_check_goes_on_after_an_error_as_aguikit_check_does() -> None:
+    """Each independent error is reported, not only the first; a later one that may follow
+    from an earlier error says which event it may be a consequence of."""
+    events = [
+        run_started(),
+        tool_call_end("c9"),
+        *text_message("m1", "a"),
+        tool_call_args("c8", "{}"),
+        run_finished(),
+    ]
+
+    problems = judge_stream(events).problems
+
+    assert 2 == len(problems), problems
+    assert problems[0].startswith("event 2 TOOL_CALL_END: AGUI-V014")
+    assert problems[1].startswith("event 6 TOOL_CALL_ARGS: AGUI-V014")
+    assert "consequence of event 2" in problems[1]
+
+
+def test_the_conversation_before_the_run_is_known_to_the_checker() -> None:
+    """A result for a call made in an earlier turn is not a call never started (K001)."""
+    earlier = parse_message(
+        {
+            "id": "a1",
+            "role": "assistant",
+            "toolCalls": [
+                {"id": "c0", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        }
+    )
+    events = [run_started(), tool_call_result("c0", "m2", "done"), run_finished()]
+
+    assert judge_stream(events, messages=[earlier]).ok
+    assert ["AGUI-K001"] == [re.findall(r"AGUI-\w+", p)[0] for p in judge_stream(events).problems]
+
+
+def test_a_json_array_is_read_as_aguikit_check_reads_it() -> None:
+    """The command's reader, so a JSON array of events is a stream too, located by line."""
+    result = assert_valid_stream(json.dumps(GOOD, indent=1).encode())
+
+    assert "finished" == result.outcome.kind
+    with pytest.raises(AssertionError, match=r"event 4 TOOL_CALL_ARGS \(line \d+\): AGUI-V014"):
+        assert_valid_stream(json.dumps(BAD, indent=1).encode())
 
 
 def test_outcomes_error_interrupted_cancelled() -> None:

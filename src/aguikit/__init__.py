@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from .client import AgentClient
     from .encode import dumps_event, loads_event
     from .models import Event, EventType, Message, RunAgentInput
-    from .session import Session, SessionWarning, Update
+    from .session import RunOutcome, Session, SessionWarning, Update
     from .validate import is_valid, iter_schema_errors, validate_event
     from .verify import Verifier, verify_all
     from .wire import (
@@ -84,6 +84,7 @@ _LAZY: Final[dict[str, str]] = {
     "Message": ".models",
     "RunAgentInput": ".models",
     "Session": ".session",
+    "RunOutcome": ".session",
     "SessionWarning": ".session",
     "Update": ".session",
     "is_valid": ".validate",
@@ -136,6 +137,7 @@ __all__ = [
     "PatchError",
     "ProtocolError",
     "RunAgentInput",
+    "RunOutcome",
     "SchemaIssue",
     "SchemaValidationError",
     "Session",

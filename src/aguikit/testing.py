@@ -18,10 +18,12 @@ aguikit's complete engine the way a test wants it:
   :class:`Stall`, :class:`Garbage`, :class:`Status`, :class:`ContentType`), to test a
   client or UI against the ways a real agent's connection goes wrong.
 
-There is no second verifier here: every verdict is :func:`aguikit.cli`'s ``check`` pass,
-one :class:`~aguikit.session.Session` validating, verifying and applying each event, so a
-test and ``aguikit check`` can never disagree.  What this module adds is the reading of
-sources, the location of each event in the bytes, and the wording of the assertion.
+There is no second verifier here: every verdict is :mod:`aguikit.checker`'s pass, the one
+behind ``aguikit check`` (its recovering :class:`~aguikit.session.Session` validating,
+verifying and applying each event, its own ``AGUI-K`` rows, its source reader locating
+each event by SSE frame or JSONL line), so a test and ``aguikit check`` can never
+disagree.  What this module adds is the reading of events and paths as sources, the
+folded conversation, and the wording of the assertion.
 
 Deliberately absent: retries, timing assertions, and a dependency on pytest (the plugin,
 :mod:`aguikit.pytest_plugin`, sits on top of this module).
@@ -30,11 +32,10 @@ Deliberately absent: retries, timing assertions, and a dependency on pytest (the
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from os import PathLike
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
@@ -43,14 +44,22 @@ import attrs
 import httpx
 
 from ._generated.models import AssistantMessage, Event, Interrupt, Message, ToolMessage
-from .cli import _JSONL_SUFFIXES, _SSE_SUFFIXES, _check, _Problem, _Progress, _sniff
+from .catalogue import Severity
+from .checker import (
+    CheckConfig,
+    Finding,
+    SourceReport,
+    check_bytes,
+    check_events,
+    check_source,
+    open_events,
+)
 from .client import prepare_input
 from .errors import AguiError
 from .interop import is_sdk_model, sdk_wire
 from .session import Session, SessionWarning
 from .transport.http import apost_stream
-from .transport.jsonl import JSONLDecoder
-from .transport.sse import encode_bytes, frame_object, iter_frames
+from .transport.sse import encode_bytes
 from .wire import parse_message, to_wire
 
 __all__ = [
@@ -186,20 +195,6 @@ class RunResult:
 # --- reading sources ---------------------------------------------------------------------
 
 
-@attrs.frozen
-class _Place:
-    """Where an event sits in the bytes it came from."""
-
-    unit: Literal["frame", "line"]
-    number: int
-    line: int
-
-    def describe(self) -> str:
-        if self.unit == "frame":
-            return f"SSE frame {self.number}, line {self.line}"
-        return f"JSONL line {self.line}"
-
-
 def _is_path(source: object) -> bool:
     if isinstance(source, PathLike):
         return True
@@ -209,24 +204,6 @@ def _is_path(source: object) -> bool:
             return False
         return Path(source).is_file()
     return False
-
-
-def _sse_events(data: bytes, places: list[_Place], source: str) -> Iterator[dict[str, Any]]:
-    for frame in iter_frames([data], source=source):
-        line = data.count(b"\n", 0, frame.byte_offset) + 1
-        places.append(_Place("frame", frame.number, line))
-        yield frame_object(frame, source=source)
-
-
-def _jsonl_events(data: bytes, places: list[_Place], source: str) -> Iterator[dict[str, Any]]:
-    decoder = JSONLDecoder(source=source)
-    for number, line in enumerate(data.splitlines(keepends=True), start=1):
-        for obj in decoder.feed(line):
-            places.append(_Place("line", number, number))
-            yield obj
-    for obj in decoder.close():
-        places.append(_Place("line", data.count(b"\n") + 1, data.count(b"\n") + 1))
-        yield obj
 
 
 def _wire_of(event: Any) -> Any:
@@ -240,67 +217,67 @@ def _wire_of(event: Any) -> Any:
         return event  # the session names what is wrong with it
 
 
-def _read(
-    source: Source, places: list[_Place], *, name: str | None = None
-) -> tuple[str, bytes | None, Iterator[Any]]:
-    """The display name, the raw bytes (if any), and the events of ``source``."""
-    kind: str | None = None
+def _source(source: Source) -> tuple[str | None, bytes | None, list[Any] | None]:
+    """``source`` as exactly one of: a path, bytes, or wire events."""
     if isinstance(source, PathLike) or (isinstance(source, str) and _is_path(source)):
-        path = Path(source)
-        data = path.read_bytes()
-        suffix = path.suffix.lower()
-        kind = "sse" if suffix in _SSE_SUFFIXES else "jsonl" if suffix in _JSONL_SUFFIXES else None
-        name = name or str(path)
-    elif isinstance(source, bytes | bytearray | memoryview):
-        data = bytes(source)
-    elif isinstance(source, str):
-        data = source.encode("utf-8")
-    else:
-        return name or "<events>", None, (_wire_of(e) for e in source)
-    name = name or "<stream>"
-    if kind is None:
-        kind = _sniff(data[:4096])
-    events = _jsonl_events if kind == "jsonl" else _sse_events
-    return name, data, events(data, places, name)
+        return str(Path(source)), None, None
+    if isinstance(source, bytes | bytearray | memoryview):
+        return None, bytes(source), None
+    if isinstance(source, str):
+        return None, source.encode("utf-8"), None
+    return None, None, [_wire_of(e) for e in source]
 
 
 # --- judging ------------------------------------------------------------------------------
 
 
 def _outcome(events: Iterable[Event], session: Session) -> Outcome:
-    end: dict[str, Any] | None = None
-    for event in events:
-        if event.type in ("RUN_FINISHED", "RUN_ERROR"):
-            end = to_wire(event)
-    if end is None:
+    runs = session.runs
+    if not runs or runs[-1].status == "running":
         return Outcome("incomplete")
-    if end["type"] == "RUN_ERROR":
-        return Outcome("error", message=end.get("message"), code=end.get("code"))
-    kind = (end.get("outcome") or {}).get("type", "success")
-    result = end.get("result")
-    if kind == "interrupt":
-        return Outcome("interrupted", interrupts=tuple(session.interrupts), result=result)
-    if kind == "cancelled":
+    run = runs[-1]
+    if run.status == "error":
+        return Outcome("error", message=run.message, code=run.code)
+    result = None
+    for event in events:
+        if event.type == "RUN_FINISHED":
+            result = to_wire(event).get("result")
+    if run.status == "interrupted":
+        return Outcome("interrupted", interrupts=run.interrupts, result=result)
+    if run.status == "cancelled":
         return Outcome("cancelled", result=result)
     return Outcome("finished", result=result)
 
 
-def _describe(problem: _Problem, places: list[_Place], count: int) -> str:
-    at = problem.event_index
-    if at is None or at >= count:  # found when the stream ended: after the last event
-        at = None
-        where = f"stream end (after event {count})"
+def _counts(finding: Finding, strict: bool) -> bool:
+    """Whether ``finding`` fails the assertion: an error, or a warning when ``strict``."""
+    return finding.severity is Severity.ERROR or (strict and finding.severity is Severity.WARNING)
+
+
+def _describe(finding: Finding, report: SourceReport) -> str:
+    at = finding.event
+    located = finding.line is not None or finding.frame is not None
+    if at is None or (at > report.events and not located):
+        where = f"stream end (after event {report.events})"  # found when the stream ended
     else:
-        where = f"event {at + 1}"
-    if problem.event_type:
-        where += f" {problem.event_type}"
-    if at is not None and at < len(places):
-        where += f" ({places[at].describe()})"
-    label = "warning " if problem.kind == "warning" else ""
-    rule = problem.rule or problem.code
-    detail = f" [{problem.code}]" if problem.kind == "schema" and problem.code != rule else ""
-    field = f" at {problem.pointer}" if problem.pointer else ""
-    return f"{where}: {label}{rule}{detail}{field}: {problem.message}"
+        where = f"event {at}"
+    if finding.event_type:
+        where += f" {finding.event_type}"
+    if finding.frame is not None:
+        where += f" (SSE frame {finding.frame}, line {finding.line})"
+    elif finding.line is not None:
+        where += f" ({'JSONL ' if report.kind == 'jsonl' else ''}line {finding.line})"
+    label = "" if finding.severity is Severity.ERROR else f"{finding.severity.value} "
+    detail = (
+        f" [{finding.code}]" if finding.kind == "schema" and finding.code != finding.rule else ""
+    )
+    field = f" at {finding.pointer}" if finding.pointer else ""
+    text = f"{where}: {label}{finding.rule}{detail}{field}: {finding.message}"
+    if finding.count > 1:
+        text += f" ({finding.count} times, the last at event {finding.last_event})"
+    if finding.consequence_of is not None:
+        text += f" (perhaps a consequence of event {finding.consequence_of})"
+    return text
 
 
 def judge_stream(
@@ -321,30 +298,28 @@ def judge_stream(
     the request), so the result's messages are the whole conversation afterwards.
     With ``strict``, receiver warnings count as problems too.
     """
-    places: list[_Place] = []
-    label, raw, events = _read(source, places, name=name)
+    path, raw, events = _source(source)
     prior = list(messages)
     session = Session(
+        verify=True,
+        validate=True,
         keep_delivered=True,
         collect_issues=True,
+        recover=True,
         messages=prior,
         **({} if state is None else {"state": state}),
     )
-    found: list[_Problem] = []
-    count = 0
-
-    def counted() -> Iterator[Any]:
-        nonlocal count
-        for event in events:
-            count += 1
-            yield event
-
-    def emit(problem: _Problem) -> None:
-        if problem.kind != "warning" or strict:
-            found.append(problem)
-
-    _check(label, counted(), emit, _Progress(io.StringIO(), False), into=session)
-    lines = [_describe(problem, places, count) for problem in found]
+    config = CheckConfig()
+    if path is not None:
+        report = check_source(path, config, session=session)
+        if report.unreadable is not None and not report.findings:
+            raise OSError(report.unreadable)
+        raw = Path(path).read_bytes()
+    elif raw is not None:
+        report = check_bytes(raw, name or "<stream>", config, session=session)
+    else:
+        report = check_events(events or (), name or "<events>", config, session=session)
+    lines = [_describe(f, report) for f in report.findings if _counts(f, strict)]
     delivered = tuple(session.delivered)
     known = {m.id for m in prior}
     return RunResult(
@@ -384,8 +359,9 @@ def assert_valid_stream(source: Source, *, strict: bool = False) -> RunResult:
         AssertionError: Naming every problem found, one line each: the 1-based event
             number and type, the SSE frame or JSONL line for bytes, the rule id
             (``aguikit rules ID`` explains it), the offending field, the message.  After
-            the first ordering error only the schema is checked, as ``aguikit check``
-            does, because a verifier that saw an impossible event cannot judge the rest.
+            an error the check goes on, as ``aguikit check`` does, judging each later
+            event as if the failing one never came; a finding that may only follow from
+            an earlier error says so.
     """
     result = judge_stream(source, strict=strict)
     if result.problems:
@@ -704,12 +680,13 @@ class ScriptedAgent:
     def __init__(
         self, stream: Source, *, faults: Iterable[Fault] = (), verbatim: bool = False
     ) -> None:
-        places: list[_Place] = []
-        _, raw, events = _read(stream, places)
+        path, raw, _ = _source(stream)
+        if verbatim and path is not None:
+            raw = Path(path).read_bytes()
         if verbatim and raw is not None:
             self.frames = [raw]
         else:
-            self.frames = [encode_bytes(e) for e in events]
+            self.frames = [encode_bytes(e) for e in events_of(stream)]
         self.faults = tuple(faults)
         self.requests: list[Any] = []
 
@@ -797,5 +774,9 @@ class ScriptedAgent:
 
 def events_of(source: Source) -> list[Any]:
     """The wire dicts of ``source``, unjudged: for building a script from a recording."""
-    _, _, events = _read(source, [])
-    return list(events)
+    path, raw, events = _source(source)
+    if events is not None:
+        return events
+    if path is not None:
+        return list(open_events(path))
+    return list(open_events("<stream>", data=raw or b""))

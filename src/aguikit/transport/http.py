@@ -19,7 +19,7 @@ floors above, where the models are), retry, or reconnect.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from typing import Any, Final
 
 import httpx
@@ -27,7 +27,10 @@ import httpx
 from ..errors import ContentTypeError, HTTPStatusError, TransportError
 from .sse import MEDIA_TYPE
 
-__all__ = ["DEFAULT_TIMEOUT", "apost_stream", "post_stream"]
+__all__ = ["DEFAULT_TIMEOUT", "ResponseHook", "apost_stream", "post_stream"]
+
+ResponseHook = Callable[[int, Mapping[str, str]], None]
+"""Called with the status code and headers as soon as the agent's answer begins."""
 
 DEFAULT_TIMEOUT: Final = 60.0
 """Seconds; the read timeout applies between chunks, so a slow agent that keeps talking is
@@ -63,6 +66,8 @@ def post_stream(
     headers: Mapping[str, str] | None = None,
     timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
     transport: httpx.BaseTransport | None = None,
+    on_response: ResponseHook | None = None,
+    require_event_stream: bool = True,
 ) -> Iterator[bytes]:
     """
     POST ``body`` as JSON to ``url`` and yield the event stream's bytes as they arrive.
@@ -74,17 +79,27 @@ def post_stream(
         timeout: Seconds, or an ``httpx.Timeout``.
         transport: An ``httpx`` transport to use instead of the network (an ASGI app in
             tests, a mock).
+        on_response: Told the status and headers before anything else happens: a checker
+            reports what the agent answered (and when) without a second fetch.
+        require_event_stream: Refuse a 2xx answer that is not ``text/event-stream``
+            (a client must); ``False`` hands its bytes over anyway, so a checker can
+            report the content type *and* what the body holds.
 
     Raises:
         HTTPStatusError: The agent answered non-2xx (the error holds the body's start).
-        ContentTypeError: The agent answered 2xx with something other than SSE.
+        ContentTypeError: The agent answered 2xx with something other than SSE (only
+            with ``require_event_stream``).
         TransportError: The connection failed, before or during the body.
+
+    .. versionchanged:: 0.3.0  ``on_response``, ``require_event_stream``.
     """
     try:
         with (
             httpx.Client(timeout=timeout, transport=transport) as client,
             client.stream("POST", url, json=dict(body), headers=_headers(headers)) as response,
         ):
+            if on_response is not None:
+                on_response(response.status_code, response.headers)
             if not response.is_success:
                 start = bytearray()
                 for chunk in response.iter_bytes():
@@ -93,7 +108,8 @@ def post_stream(
                         break
                 text = bytes(start[:_ERROR_BODY_BYTES]).decode("utf-8", "replace")
                 raise HTTPStatusError(response.status_code, text, url=url)
-            _check_content_type(response, url)
+            if require_event_stream:
+                _check_content_type(response, url)
             yield from response.iter_bytes()
     except httpx.HTTPError as exc:
         raise TransportError(_describe(exc), url=url) from exc
@@ -106,6 +122,8 @@ async def apost_stream(
     headers: Mapping[str, str] | None = None,
     timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
     transport: httpx.AsyncBaseTransport | None = None,
+    on_response: ResponseHook | None = None,
+    require_event_stream: bool = True,
 ) -> AsyncGenerator[bytes, None]:
     """
     The asynchronous twin of :func:`post_stream`.
@@ -118,6 +136,8 @@ async def apost_stream(
             httpx.AsyncClient(timeout=timeout, transport=transport) as client,
             client.stream("POST", url, json=dict(body), headers=_headers(headers)) as response,
         ):
+            if on_response is not None:
+                on_response(response.status_code, response.headers)
             if not response.is_success:
                 start = bytearray()
                 async for chunk in response.aiter_bytes():
@@ -126,7 +146,8 @@ async def apost_stream(
                         break
                 text = bytes(start[:_ERROR_BODY_BYTES]).decode("utf-8", "replace")
                 raise HTTPStatusError(response.status_code, text, url=url)
-            _check_content_type(response, url)
+            if require_event_stream:
+                _check_content_type(response, url)
             async for chunk in response.aiter_bytes():
                 yield chunk
     except httpx.HTTPError as exc:
