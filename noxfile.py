@@ -2,7 +2,9 @@
 Every build task of aguikit, one session per concern (``nox -l`` lists them).
 
 CI runs the default sessions (``nox``); ``bench`` and ``fuzz`` are opt-in because they
-measure or search rather than check.  Arguments after ``--`` reach every selected session,
+measure or search rather than check.  ``integrations`` installs pinned real AG-UI producers
+and judges their streams with ``aguikit.testing`` (``docs/producers.md`` lists findings).
+Arguments after ``--`` reach every selected session,
 so only ``tests`` reads them (they are pytest's); ``lint``, ``typecheck`` and
 ``codegen_check`` run with fixed arguments and ignore them.
 """
@@ -26,7 +28,26 @@ PROTOC = "grpcio-tools==1.85.1"
 ``protobuf`` runtime).  Pinned because its version is written into the generated code."""
 
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["tests", "lint", "typecheck", "codegen_check"]
+INTEGRATIONS = ROOT / "integrations"
+PRODUCERS = ["pydantic-ai-slim[ag-ui]==2.68.0", "ag-ui-langgraph==0.0.47"]
+"""Real producers, pinned: a finding in docs/producers.md is about exactly this version."""
+
+AGENT_FRAMEWORK = INTEGRATIONS / "agent_framework"
+AGENT_FRAMEWORK_PRODUCER = "agent-framework-ag-ui==1.7.0"
+"""Pins ag-ui-protocol 0.1.x, which the ``test`` extra's 1.0.0 excludes: a venv of its own."""
+ADK = INTEGRATIONS / "adk"
+ADK_PRODUCER = "ag-ui-adk==0.11.0"
+"""Brings google-adk's large dependency tree: a venv of its own too."""
+
+nox.options.sessions = [
+    "tests",
+    "lint",
+    "typecheck",
+    "codegen_check",
+    "integrations",
+    "integrations_agent_framework",
+    "integrations_adk",
+]
 nox.options.reuse_existing_virtualenvs = True
 
 
@@ -43,6 +64,35 @@ def tests(session: nox.Session) -> None:
             "npm", "install", "--no-audit", "--no-fund", "--prefix", str(NODE), external=True
         )
     session.run("pytest", *session.posargs)
+
+
+@nox.session(tags=["check"])
+def integrations(session: nox.Session) -> None:
+    """Real AG-UI producers, pinned and offline (fake models), judged by aguikit.testing."""
+    session.install("-e", ".[test]", *PRODUCERS)
+    # Fixed arguments: `nox -- -k foo` is meant for the unit tests' pytest.
+    session.run(
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        str(INTEGRATIONS),
+        f"--ignore={AGENT_FRAMEWORK}",
+        f"--ignore={ADK}",
+    )
+
+
+@nox.session(tags=["check"])
+def integrations_agent_framework(session: nox.Session) -> None:
+    """Microsoft Agent Framework's AG-UI endpoint, pinned and offline, in its own venv."""
+    session.install("-e", ".", "pytest", AGENT_FRAMEWORK_PRODUCER)
+    session.run("pytest", "-p", "no:cacheprovider", str(AGENT_FRAMEWORK))
+
+
+@nox.session(tags=["check"])
+def integrations_adk(session: nox.Session) -> None:
+    """Google ADK's AG-UI middleware, pinned and offline (a scripted BaseLlm), own venv."""
+    session.install("-e", ".", "pytest", ADK_PRODUCER)
+    session.run("pytest", "-p", "no:cacheprovider", str(ADK))
 
 
 @nox.session(default=False)
@@ -63,9 +113,9 @@ def lint(session: nox.Session) -> None:
 @nox.session(tags=["check"])
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on src/ (generated code included: it is typed like the rest)."""
-    # The optional extras too: the server speaks Starlette, interop the official SDK; the
-    # protobuf stubs type the generated agui_pb2 and its callers.
-    session.install("-e", ".[server,sdk]", "mypy", "types-jsonschema", "types-protobuf")
+    # The optional extras too: the server speaks Starlette, interop the official SDK, the
+    # pytest plugin pytest; the protobuf stubs type the generated agui_pb2 and its callers.
+    session.install("-e", ".[server,sdk,testing]", "mypy", "types-jsonschema", "types-protobuf")
     session.run("mypy", "--strict", str(SRC))
 
 

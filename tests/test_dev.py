@@ -55,7 +55,10 @@ def _noxfile(monkeypatch: pytest.MonkeyPatch) -> Any:
     return module
 
 
-@pytest.mark.parametrize("name", ["lint", "typecheck", "codegen_check"])
+INTEGRATIONS = [f"integrations{suffix}" for suffix in ("", "_agent_framework", "_adk")]
+
+
+@pytest.mark.parametrize("name", ["lint", "typecheck", "codegen_check", *INTEGRATIONS])
 def test_the_check_sessions_ignore_pytest_arguments(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,6 +26,7 @@ import httpx
 import pytest
 import uvicorn
 from tests.servers import serve_asgi
+from tests.test_pytest_plugin import PLUGIN_ARGS
 
 from aguikit.session import Session
 from aguikit.transport.sse import iter_events
@@ -34,6 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 EXAMPLE_SERVER = ROOT / "examples" / "fastapi_server.py"
 README_URL = "http://127.0.0.1:8000/agent"
+
+pytest_plugins = ("pytester",)
 
 
 def python_blocks() -> list[str]:
@@ -116,3 +119,16 @@ def test_the_readme_fastapi_server_runs_as_written() -> None:
     assert '{"time":"12:00"}' == session.messages[2].content
     assert "Short and friendly." == session.messages[3].content
     assert {"greeted": True} == session.state
+
+
+def test_the_readme_pytest_file_runs_as_written(pytester: pytest.Pytester) -> None:
+    """The "Test your AG-UI server" file, as a user saves it: it records its golden trace
+    with --agui-update-traces, then passes against it."""
+    (block,) = [b for b in python_blocks() if b.startswith("# test_agent.py")]
+    pytester.makepyfile(test_agent=block)
+
+    pytester.runpytest(*PLUGIN_ARGS, "--agui-update-traces").assert_outcomes(passed=4)
+    result = pytester.runpytest(*PLUGIN_ARGS)
+
+    result.assert_outcomes(passed=4)
+    assert (pytester.path / "agui_traces" / "weather.jsonl").exists()

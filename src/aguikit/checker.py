@@ -66,6 +66,7 @@ __all__ = [
     "SourceReport",
     "Unreadable",
     "check_bytes",
+    "check_events",
     "check_source",
     "expand_sources",
     "load_config",
@@ -719,11 +720,17 @@ def _event_type(data: Any) -> str | None:
 class _Checker:
     """One source through a recovering session, plus the checker's own rows."""
 
-    def __init__(self, report: SourceReport, config: CheckConfig) -> None:
+    def __init__(
+        self, report: SourceReport, config: CheckConfig, session: Session | None = None
+    ) -> None:
         self.report = report
         self.config = config
-        self.session = Session(
-            verify=True, validate=True, keep_delivered=False, collect_issues=True, recover=True
+        self.session = (
+            session
+            if session is not None
+            else Session(
+                verify=True, validate=True, keep_delivered=False, collect_issues=True, recover=True
+            )
         )
         self.errors = 0
         self.broken_at: int | None = None  # the event of the first error in this run
@@ -732,6 +739,10 @@ class _Checker:
         self.messages: set[str] = set()
         self.parents: list[tuple[int, str, str, Where]] = []
         self.arguments: dict[str, list[str]] = {}  # open calls' argument fragments
+        for message in self.session.messages:  # a conversation given before the stream
+            self.messages.add(message.id)
+            for call in getattr(message, "tool_calls", None) or ():
+                self.calls.add(call.id)
 
     def add(
         self,
@@ -912,6 +923,8 @@ class _Checker:
 
     def lint(self, number: int, etype: str | None, data: dict[str, Any]) -> None:
         """The checker's own rows, on the raw event (``AGUI-K001``-``K003``, ``K008``)."""
+        if not isinstance(data, dict):
+            return  # not an event at all: the session's schema finding says so
         message_id = data.get("messageId")
         if isinstance(message_id, str):
             self.messages.add(message_id)
@@ -1006,17 +1019,22 @@ class _Checker:
 
 
 def check_source(
-    spec: str, config: CheckConfig, *, tick: Callable[[int], None] = lambda n: None
+    spec: str,
+    config: CheckConfig,
+    *,
+    tick: Callable[[int], None] = lambda n: None,
+    session: Session | None = None,
 ) -> SourceReport:
     """
-    Check one source (a path, ``-`` or an agent URL) and return everything found.
+    Check one source (a path, ``-`` or an agent URL) and return everything found;
+    ``session`` as for :func:`check_bytes`.
 
     Never raises for what the source holds: unreadable input is
     :attr:`SourceReport.unreadable` (exit 2) with its finding, when it has a rule.
     """
     name = "<stdin>" if spec == "-" else spec
     report = SourceReport(name)
-    checker = _Checker(report, config)
+    checker = _Checker(report, config, session)
     reader = _Reader(spec, config, report, checker.add)
     try:
         checker.run(reader.events(), tick)
@@ -1031,21 +1049,51 @@ def check_source(
     return report
 
 
-def check_bytes(data: bytes, name: str, config: CheckConfig | None = None) -> SourceReport:
-    """:func:`check_source` for bytes in memory (the demo, a test), named ``name``."""
+def check_bytes(
+    data: bytes, name: str, config: CheckConfig | None = None, *, session: Session | None = None
+) -> SourceReport:
+    """
+    :func:`check_source` for bytes in memory (the demo, a test), named ``name``.
+
+    ``session`` is the session to feed instead of a fresh one, for a caller that wants the
+    conversation it folds as well as the findings (:mod:`aguikit.testing`): it must be
+    made with ``verify=True, validate=True, collect_issues=True, recover=True``, and may
+    start from earlier messages and state, or keep what it delivered.
+    """
     config = config or CheckConfig()
     report = SourceReport(name)
-    checker = _Checker(report, config)
+    checker = _Checker(report, config, session)
     reader = _Reader(name, config, report, checker.add)
     checker.run(reader._bytes(iter([data])), lambda n: None)
     return report
 
 
-def open_events(spec: str, config: CheckConfig | None = None) -> Iterator[dict[str, Any]]:
+def check_events(
+    events: Iterable[Any],
+    name: str,
+    config: CheckConfig | None = None,
+    *,
+    session: Session | None = None,
+) -> SourceReport:
+    """
+    :func:`check_bytes` for events already decoded (wire dicts), which have no line or
+    frame; ``session`` as there.
+    """
+    config = config or CheckConfig()
+    report = SourceReport(name, kind="events")
+    checker = _Checker(report, config, session)
+    checker.run(((event, _NOWHERE) for event in events), lambda n: None)
+    return report
+
+
+def open_events(
+    spec: str, config: CheckConfig | None = None, *, data: bytes | None = None
+) -> Iterator[dict[str, Any]]:
     """
     The raw events of one source, read exactly as :func:`check_source` reads them (SSE,
     JSONL, a JSON array or document, length-prefixed protobuf, an agent URL), for
-    ``aguikit replay`` and ``aguikit convert``.
+    ``aguikit replay`` and ``aguikit convert``; with ``data``, those bytes named ``spec``,
+    as :func:`check_bytes` reads them.
 
     Raises:
         Unreadable: The source cannot be opened, or is not text.
@@ -1058,7 +1106,9 @@ def open_events(spec: str, config: CheckConfig | None = None) -> Iterator[dict[s
     def ignore(*args: Any, **kwargs: Any) -> None:
         return None
 
-    for data, _ in _Reader(spec, config, report, ignore).events():
-        yield data
+    reader = _Reader(spec, config, report, ignore)
+    pairs = reader.events() if data is None else reader._bytes(iter([data]))
+    for event, _ in pairs:
+        yield event
     if report.unreadable is not None:
         raise Unreadable(report.unreadable)
