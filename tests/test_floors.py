@@ -57,6 +57,7 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.encode": 16,
     # the top: the HTTP client, the reference renderer, the command line
     "aguikit.client": 17,
+    "aguikit.agent": 17,
     "aguikit.server": 17,
     "aguikit.server.writer": 17,
     "aguikit.server.http": 17,

@@ -15,7 +15,7 @@ The house, one floor per stage, each importing only the floors below it
 ``apply``               events folded into messages, state, activities, subagents
 ``session``             all of the above for one consumer: ``Update`` per event
 ``encode``, ``transport``   events as SSE and JSONL bytes; bytes ⇄ wire dicts; HTTP fetch
-``client``              :class:`AgentClient`, over HTTP
+``client``, ``agent``   :class:`AgentClient`, over HTTP; :class:`Agent`, a conversation
 ``cli``, ``reference``  the ``aguikit`` command and the rendered rule reference
 
 Every error is an :class:`AguiError`.  The names below are loaded when first used, so
@@ -47,6 +47,7 @@ from .errors import (
 
 if TYPE_CHECKING:
     from ._generated.registry import PROTOCOL_VERSION, SCHEMA_ID
+    from .agent import Agent, compact_events
     from .apply import Applier
     from .catalogue import RULES
     from .changes import Changed
@@ -71,6 +72,8 @@ __version__ = "0.1.0"
 _LAZY: Final[dict[str, str]] = {
     "PROTOCOL_VERSION": "._generated.registry",
     "SCHEMA_ID": "._generated.registry",
+    "Agent": ".agent",
+    "compact_events": ".agent",
     "Applier": ".apply",
     "RULES": ".catalogue",
     "Changed": ".changes",
@@ -121,6 +124,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "RULES",
     "SCHEMA_ID",
+    "Agent",
     "AgentClient",
     "AguiError",
     "Applier",
@@ -148,6 +152,7 @@ __all__ = [
     "Verifier",
     "WireFormatError",
     "__version__",
+    "compact_events",
     "converter",
     "dumps_event",
     "is_valid",

@@ -24,7 +24,7 @@ What it deliberately does not do: retry, or reconnect with ``Last-Event-ID``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Final
 
@@ -306,6 +306,23 @@ class AgentClient:
         """
         body = self._request(run_input)
         session = self._new_session()
+        events = self.aevents(body)
+        async with aclosing(events):
+            async for data in events:
+                for update in session.feed(data):
+                    yield update
+        for update in session.finish():
+            yield update
+
+    async def aevents(self, body: Mapping[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+        """
+        POST ``body`` (an already prepared request) and yield the answer's decoded wire
+        dicts, unfolded: the fetch and decode that :meth:`run` and :class:`aguikit.Agent`
+        (whose middleware sits between this and its session) share.
+
+        Raises:
+            HTTPStatusError, ContentTypeError, TransportError, DecodeError: As :meth:`run`.
+        """
         chunks = apost_stream(
             self.url,
             body,
@@ -322,7 +339,4 @@ class AgentClient:
                 max_frame_bytes=self.max_frame_bytes,
                 max_depth=self.max_depth,
             ):
-                for update in session.feed(data):
-                    yield update
-        for update in session.finish():
-            yield update
+                yield data

@@ -25,9 +25,10 @@ from typing import Any, Final
 import httpx
 
 from ..errors import ContentTypeError, HTTPStatusError, TransportError
+from ..jsonio import loads
 from .sse import MEDIA_TYPE
 
-__all__ = ["DEFAULT_TIMEOUT", "apost_stream", "post_stream"]
+__all__ = ["DEFAULT_TIMEOUT", "aget_json", "apost_stream", "post_stream"]
 
 DEFAULT_TIMEOUT: Final = 60.0
 """Seconds; the read timeout applies between chunks, so a slow agent that keeps talking is
@@ -131,3 +132,39 @@ async def apost_stream(
                 yield chunk
     except httpx.HTTPError as exc:
         raise TransportError(_describe(exc), url=url) from exc
+
+
+_ABSENT: Final = frozenset({404, 405, 501})
+"""Statuses that mean "this endpoint offers no such document", not a failure."""
+
+
+async def aget_json(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> Any:
+    """
+    GET ``url`` and return its JSON body, or ``None`` when the server does not offer it
+    (404, 405, 501): an optional document (an agent's capabilities) that is missing is an
+    answer, not an error.
+
+    Raises:
+        HTTPStatusError: Any other non-2xx answer.
+        DecodeError: A 2xx answer that is not JSON.
+        TransportError: The connection failed.
+    """
+    try:
+        async with httpx.AsyncClient(timeout=timeout, transport=transport) as client:
+            response = await client.get(
+                url, headers={**(headers or {}), "Accept": "application/json"}
+            )
+    except httpx.HTTPError as exc:
+        raise TransportError(_describe(exc), url=url) from exc
+    if response.status_code in _ABSENT:
+        return None
+    if not response.is_success:
+        text = response.content[:_ERROR_BODY_BYTES].decode("utf-8", "replace")
+        raise HTTPStatusError(response.status_code, text, url=url)
+    return loads(response.content.decode("utf-8", "replace"), source=url)
