@@ -52,8 +52,8 @@ def lint(session: nox.Session) -> None:
 @nox.session(tags=["check"])
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on src/ (generated code included: it is typed like the rest)."""
-    # The optional extras too: the server speaks Starlette, interop the official SDK.
-    session.install("-e", ".[server,sdk]", "mypy", "types-jsonschema")
+    # The optional extras too: the server speaks Starlette (and Redis), interop the SDK.
+    session.install("-e", ".[server,sdk,redis]", "mypy", "types-jsonschema")
     session.run("mypy", "--strict", str(SRC))
 
 

@@ -61,6 +61,8 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.server": 17,
     "aguikit.server.writer": 17,
     "aguikit.server.http": 17,
+    "aguikit.server.eventlog": 17,
+    "aguikit.server.redis_log": 17,
     "aguikit.reference": 18,
     "aguikit.cli": 19,
     "aguikit.__main__": 20,

@@ -48,6 +48,7 @@ from ._generated.models import (
     RunStartedEvent,
     TextMessageContentEvent,
     TextMessageStartEvent,
+    ToolCall,
     ToolCallArgsEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
@@ -123,6 +124,20 @@ class RunResult:
     interrupts: list[Interrupt]
     """The interrupts the run paused on; answer them with :meth:`Agent.resume_with`."""
     aborted: bool = False
+
+    @property
+    def pending_tool_calls(self) -> list[ToolCall]:
+        """
+        The tool calls this run made that no tool message answers yet: the frontend's
+        to run, answered with :meth:`Agent.add_message` before the next run.
+        """
+        answered = {getattr(m, "tool_call_id", None) for m in self.messages}
+        return [
+            call
+            for message in self.new_messages
+            for call in getattr(message, "tool_calls", None) or []
+            if call.id not in answered
+        ]
 
 
 def parse_partial_json(text: str) -> Any:
@@ -240,6 +255,9 @@ class Agent:
         verify: bool = True,
         validate: bool = True,
         protocol_version: str | None = PROTOCOL_VERSION,
+        max_reconnects: int = 5,
+        backoff: float = 0.1,
+        max_backoff: float = 5.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if app is not None:
@@ -259,6 +277,9 @@ class Agent:
             validate=validate,
             protocol_version=protocol_version,
             async_transport=transport,
+            max_reconnects=max_reconnects,
+            backoff=backoff,
+            max_backoff=max_backoff,
         )
         self._transport = transport
         self._subscribers: list[Any] = []

@@ -19,11 +19,18 @@ are yielded as they are.  Stopping early is part of the contract: breaking out o
 loop, closing the generator or cancelling the task closes the HTTP response, and with it
 the connection, so the agent sees the client go and can stop spending tokens.
 
-What it deliberately does not do: retry, or reconnect with ``Last-Event-ID``.
+A dropped connection to a resumable endpoint (one that numbers its SSE frames, see
+:mod:`aguikit.server.eventlog`) is resumed with ``Last-Event-ID`` by the async run, and
+the caller sees one continuous stream; ``docs/resume.md`` is the protocol.
+
+What it deliberately does not do: retry a request that failed before any answer, or
+reconnect a stream whose frames carry no ids (nothing says where to resume).
 """
 
 from __future__ import annotations
 
+import asyncio
+import random
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Final
@@ -32,16 +39,29 @@ import httpx
 
 from ._generated.models import RunAgentInput
 from ._generated.registry import PROTOCOL_VERSION
+from .catalogue import render_message
+from .errors import HTTPStatusError, TransportError, TruncatedStreamError
 from .limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
 from .receiver import omit_newer_members
 from .session import Session, Update
 from .transport.http import DEFAULT_TIMEOUT, apost_stream, post_stream
-from .transport.sse import aiter_events, iter_events
+from .transport.sse import aiter_frames, frame_object, iter_events
 from .wire import parse_run_agent_input, to_wire
 
 __all__ = ["AgentClient", "Update", "prepare_input"]
 
+_TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
+"""The events after which a run's stream has nothing more to say: no reconnect after one."""
+
+_RESUMABLE: Final = "last-event-id"
+"""The ``X-AGUI-Resume`` value of a server that keeps its runs in an event log."""
+
 _LEGACY_KINDS: Final = (("image/", "image"), ("audio/", "audio"), ("video/", "video"))
+
+
+def _declares_resume(answers: Sequence[httpx.Headers]) -> bool:
+    """Whether a server answer said its runs survive a dropped connection."""
+    return any(_RESUMABLE in h.get("x-agui-resume", "").lower() for h in answers)
 
 
 def _version_key(version: str) -> tuple[int, ...] | None:
@@ -192,6 +212,11 @@ class AgentClient:
         max_depth: Deepest JSON nesting accepted in one event.
         transport: An ``httpx`` transport to use instead of the network (sync runs).
         async_transport: Likewise for async runs.
+        max_reconnects: Consecutive reconnects tried on a dropped resumable stream
+            (async runs; see :meth:`aevents`).
+        backoff: Seconds before the first reconnect; doubled for each further one.
+        max_backoff: The cap on that delay.  Each delay is drawn in ``[d/2, d]`` (jitter),
+            so clients cut off together do not come back together.
     """
 
     def __init__(
@@ -208,8 +233,14 @@ class AgentClient:
         max_depth: int = MAX_JSON_DEPTH,
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
+        max_reconnects: int = 5,
+        backoff: float = 0.1,
+        max_backoff: float = 5.0,
     ) -> None:
         self.url = url
+        self.max_reconnects = max_reconnects
+        self.backoff = backoff
+        self.max_backoff = max_backoff
         self.headers = dict(headers or {})
         self.timeout = timeout
         self.verify = verify
@@ -320,23 +351,87 @@ class AgentClient:
         dicts, unfolded: the fetch and decode that :meth:`run` and :class:`aguikit.Agent`
         (whose middleware sits between this and its session) share.
 
+        When the server numbers its frames (``id:``, a resumable endpoint) and the
+        connection drops, or the answer ends before ``RUN_FINISHED``/``RUN_ERROR``, the
+        same body is POSTed again with ``Last-Event-ID`` (``0`` when no event had arrived)
+        after a capped exponential backoff with jitter, events already delivered are
+        dropped, and the caller sees one continuous stream.  A stream without ids fails
+        as it always did.
+
         Raises:
             HTTPStatusError, ContentTypeError, TransportError, DecodeError: As :meth:`run`.
+            TruncatedStreamError: The stream dropped and could not be resumed (the server
+                refused, or ``max_reconnects`` attempts failed); names the last event.
         """
-        chunks = apost_stream(
-            self.url,
-            body,
-            headers=self.headers,
-            timeout=self.timeout,
-            transport=self._async_transport,
+        last_id: str | None = None
+        last_type: str | None = None
+        resumable = False
+        delivered: set[str] = set()
+        attempt = 0
+        declared: list[httpx.Headers] = []
+        while True:
+            headers = dict(self.headers)
+            if resumable or _declares_resume(declared):
+                headers["Last-Event-ID"] = last_id or "0"
+            chunks = apost_stream(
+                self.url,
+                body,
+                headers=headers,
+                timeout=self.timeout,
+                transport=self._async_transport,
+                on_headers=declared.append,
+            )
+            earlier = set(delivered)
+            try:
+                # An async generator is not closed when dropped: close the request
+                # explicitly, so leaving this loop early closes the connection now.
+                async with aclosing(chunks):
+                    async for frame in aiter_frames(
+                        chunks, source=self.url, max_frame_bytes=self.max_frame_bytes
+                    ):
+                        if frame.id is not None:
+                            resumable = True
+                            if frame.id in earlier:
+                                continue  # replayed: delivered before the reconnect
+                            delivered.add(frame.id)
+                            last_id = frame.id
+                        data = frame_object(frame, source=self.url, max_depth=self.max_depth)
+                        attempt = 0
+                        kind = data.get("type")
+                        last_type = kind if isinstance(kind, str) else None
+                        yield data
+                        if last_type in _TERMINAL:
+                            return
+                if not (resumable or _declares_resume(declared)):
+                    return
+                reason = "the answer ended before the run did"
+            except HTTPStatusError as error:
+                if attempt == 0:  # the first request: the answer, not a resume, failed
+                    raise
+                raise self._unresumable(body, last_id, last_type, str(error)) from error
+            except TransportError as error:
+                if not (resumable or _declares_resume(declared)):
+                    raise
+                reason = str(error)
+            attempt += 1
+            if attempt > self.max_reconnects:
+                raise self._unresumable(
+                    body, last_id, last_type, f"{reason} ({self.max_reconnects} reconnects failed)"
+                )
+            delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+            await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+
+    @staticmethod
+    def _unresumable(
+        body: Mapping[str, Any], last_id: str | None, last_type: str | None, reason: str
+    ) -> TruncatedStreamError:
+        run_id = body.get("runId")
+        where = f"after event {last_id} ({last_type})" if last_id else "before its first event"
+        return TruncatedStreamError(
+            "AGUI-V006",
+            "truncated-stream",
+            f"{render_message('AGUI-V006', entity_id=run_id)}: the connection dropped {where} "
+            f"and the stream could not be resumed: {reason}",
+            event_type=last_type,
+            entity_id=run_id if isinstance(run_id, str) else None,
         )
-        # An async generator is not closed when dropped: close the request explicitly, so
-        # leaving this loop early closes the connection now, not at garbage collection.
-        async with aclosing(chunks):
-            async for data in aiter_events(
-                chunks,
-                source=self.url,
-                max_frame_bytes=self.max_frame_bytes,
-                max_depth=self.max_depth,
-            ):
-                yield data

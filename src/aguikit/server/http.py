@@ -42,6 +42,7 @@ from ..jsonio import loads
 from ..transport import jsonl, sse
 from ..validate import is_valid, iter_schema_errors
 from ..wire import parse_run_agent_input
+from .eventlog import EventLog
 from .writer import Mode, RunWriter
 
 __all__ = ["PROTOBUF_MEDIA_TYPE", "Handler", "agui_endpoint", "create_app", "negotiate"]
@@ -55,6 +56,9 @@ PROTOBUF_MEDIA_TYPE: Final = "application/vnd.ag-ui.event+proto"
 _JSONL_TYPES: Final = ("application/jsonl", "application/x-ndjson")
 _SSE_RANGES: Final = (sse.MEDIA_TYPE, "text/*", "*/*")
 _KEEPALIVE: Final = b": keep-alive\n\n"
+RESUMABLE_HEADER: Final = "x-agui-resume"
+"""Sent (value ``last-event-id``) by an endpoint with an event log: the run survives a
+dropped connection and can be followed again with ``Last-Event-ID``."""
 _DONE: Final[Any] = object()
 """Ends the frame queue: the run is over, or the client left."""
 
@@ -130,6 +134,8 @@ class EventStreamResponse(Response):
         keepalive: float | None,
         queue_size: int,
         snapshot_every: int,
+        event_log: EventLog | None = None,
+        resume_after: str | None = None,
     ) -> None:
         # As StreamingResponse does: no body, so no Content-Length is declared.
         self.status_code = 200
@@ -149,6 +155,12 @@ class EventStreamResponse(Response):
         )
         self.disconnected = False
         """Whether the client went away before the stream ended."""
+        if event_log is not None:
+            # Tells a client that was cut off before its first event that it may resume.
+            self.raw_headers.append((RESUMABLE_HEADER.encode("latin-1"), b"last-event-id"))
+        self.event_log = event_log
+        self.resume_after = resume_after
+        """With a log: follow the run after this id rather than start it."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         queue: asyncio.Queue[Any] = asyncio.Queue(self.queue_size)
@@ -160,22 +172,20 @@ class EventStreamResponse(Response):
 
         async def produce() -> None:
             try:
-                run = RunWriter(
-                    self.run_input,
-                    sink=sink,
-                    mode=self.mode,
-                    snapshot_every=self.snapshot_every,
-                )
-                async with run:
-                    # Let the writer send RUN_STARTED before the handler fills the queue:
-                    # under many concurrent streams the first event then leaves at once.
-                    await asyncio.sleep(0)
-                    await self.handler(self.run_input, run)
+                await self.run_handler(sink)
             finally:
                 if not self.disconnected:
                     await queue.put(_DONE)
 
-        producer = asyncio.create_task(produce())
+        log = self.event_log
+        if log is None:
+            producer = asyncio.create_task(produce())
+        else:
+            if self.resume_after is None:
+                # Answer only once the run is in the log: a client cut off before its
+                # first event may then resume from "0" on any worker.
+                await _start_logged(self, log).wait()
+            producer = asyncio.create_task(self._follow(log, queue))
 
         async def watch() -> None:
             while True:
@@ -202,6 +212,28 @@ class EventStreamResponse(Response):
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
 
+    async def run_handler(self, sink: Callable[[Mapping[str, Any]], Awaitable[None]]) -> None:
+        """Run the handler on a :class:`RunWriter` writing to ``sink``."""
+        run = RunWriter(
+            self.run_input, sink=sink, mode=self.mode, snapshot_every=self.snapshot_every
+        )
+        async with run:
+            # Let the writer send RUN_STARTED before the handler fills the queue: under
+            # many concurrent streams the first event then leaves at once.
+            await asyncio.sleep(0)
+            await self.handler(self.run_input, run)
+
+    async def _follow(self, log: EventLog, queue: asyncio.Queue[Any]) -> None:
+        """Copy the run's logged events, after ``resume_after``, into the frame queue."""
+        sse_framing = self.media_type == sse.MEDIA_TYPE
+        try:
+            async for event_id, wire in log.follow(self.run_input.run_id, self.resume_after):
+                frame = self.encode(wire)
+                await queue.put(f"id: {event_id}\n".encode() + frame if sse_framing else frame)
+        finally:
+            if not self.disconnected:
+                await queue.put(_DONE)
+
     async def _pump(self, queue: asyncio.Queue[Any], send: Send) -> None:
         keepalive = self.keepalive
         while True:
@@ -220,6 +252,37 @@ class EventStreamResponse(Response):
             await send({"type": "http.response.body", "body": frame, "more_body": True})
 
 
+_DETACHED: Final[set[asyncio.Task[None]]] = set()
+"""Runs that outlive their connection; held here so the loop does not drop them."""
+
+
+def _start_logged(response: EventStreamResponse, log: EventLog) -> asyncio.Event:
+    """
+    Start the run as a task of its own, writing every event to ``log``: a logged run
+    belongs to the log, not to the connection, so a dropped client does not cancel it
+    (it reconnects and follows on); it ends when the handler does.  Returns an event set
+    once the first event is logged (or the run ended without one).
+    """
+    run_id = response.run_input.run_id
+    logged = asyncio.Event()
+
+    async def sink(wire: Mapping[str, Any]) -> None:
+        await log.append(run_id, wire)
+        logged.set()
+
+    async def produce() -> None:
+        try:
+            await response.run_handler(sink)
+        finally:
+            await log.end(run_id)
+            logged.set()
+
+    task = asyncio.create_task(produce())
+    _DETACHED.add(task)
+    task.add_done_callback(_DETACHED.discard)
+    return logged
+
+
 def _jsonl_bytes(wire: Mapping[str, Any]) -> bytes:
     return jsonl.encode_line(wire).encode("utf-8")
 
@@ -231,6 +294,7 @@ def agui_endpoint(
     keepalive: float | None = 15.0,
     queue_size: int = 64,
     snapshot_every: int = 0,
+    event_log: EventLog | None = None,
 ) -> Callable[[Request], Awaitable[Response]]:
     """
     Wrap ``handler`` as an HTTP endpoint that answers AG-UI run requests.
@@ -248,6 +312,12 @@ def agui_endpoint(
         queue_size: Frames buffered between the handler and the socket; past it the
             handler's next ``emit`` waits for the client.
         snapshot_every: Passed to each :class:`RunWriter`.
+        event_log: Make runs resumable (see :mod:`aguikit.server.eventlog`): each run
+            is written to the log, each SSE frame carries its ``id:``, a dropped client
+            does not cancel the run, and a request carrying ``Last-Event-ID`` follows the
+            run after that id (``410`` when the log cannot: unknown run, expired, or an
+            id never issued; ``409`` for a run id already started, without the header).
+            ``None`` (the default) keeps a run tied to its one connection.
     """
     if queue_size < 1:
         raise ValueError("queue_size must be at least 1")
@@ -264,6 +334,27 @@ def agui_endpoint(
         run_input = await _read_input(request)
         if isinstance(run_input, Response):
             return run_input
+        resume_after = request.headers.get("last-event-id")
+        if event_log is not None:
+            known = await event_log.resumable(run_input.run_id, resume_after)
+            if resume_after is not None and not known:
+                return _problem(
+                    410,
+                    "the run cannot be resumed from this event id",
+                    detail=f"run {run_input.run_id!r} has no logged events after "
+                    f"{resume_after!r} on this server: unknown run, expired log, or an id "
+                    "this server never issued; start a new run",
+                    runId=run_input.run_id,
+                    lastEventId=resume_after,
+                )
+            if resume_after is None and known:
+                return _problem(
+                    409,
+                    "this run has already started",
+                    detail=f"run {run_input.run_id!r} is running or ran on this server; "
+                    "to follow it send Last-Event-ID (0: from its first event)",
+                    runId=run_input.run_id,
+                )
         return EventStreamResponse(
             handler,
             run_input,
@@ -272,6 +363,8 @@ def agui_endpoint(
             keepalive=keepalive,
             queue_size=queue_size,
             snapshot_every=snapshot_every,
+            event_log=event_log,
+            resume_after=resume_after if event_log is not None else None,
         )
 
     endpoint.__name__ = getattr(handler, "__name__", "agui_endpoint")

@@ -19,7 +19,7 @@ floors above, where the models are), retry, or reconnect.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from typing import Any, Final
 
 import httpx
@@ -107,9 +107,13 @@ async def apost_stream(
     headers: Mapping[str, str] | None = None,
     timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
     transport: httpx.AsyncBaseTransport | None = None,
+    on_headers: Callable[[httpx.Headers], None] | None = None,
 ) -> AsyncGenerator[bytes, None]:
     """
     The asynchronous twin of :func:`post_stream`.
+
+    ``on_headers`` is called with a 2xx event stream's headers before its first byte (the
+    client reads whether the server can resume it from them).
 
     An async generator is not closed when dropped, so a caller that may stop early wraps
     it in ``contextlib.aclosing`` (the client does).
@@ -128,6 +132,8 @@ async def apost_stream(
                 text = bytes(start[:_ERROR_BODY_BYTES]).decode("utf-8", "replace")
                 raise HTTPStatusError(response.status_code, text, url=url)
             _check_content_type(response, url)
+            if on_headers is not None:
+                on_headers(response.headers)
             async for chunk in response.aiter_bytes():
                 yield chunk
     except httpx.HTTPError as exc:

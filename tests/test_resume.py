@@ -1,0 +1,238 @@
+"""
+Reconnect and resume: numbered SSE frames, event logs (memory and Redis Streams), and a
+client that survives dropped connections, delivering what an uninterrupted run delivers.
+
+The proof is the last test: two uvicorn worker processes behind one real Redis, the
+client's connection cut at seeded random byte offsets and every reconnect sent to the
+*other* worker; every run's messages and state must equal the uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from tests.redis_server import redis_server
+from tests.resume_app import make_app
+from tests.servers import free_port, serve_asgi, wait_listening
+
+from aguikit import Agent
+from aguikit.errors import TruncatedStreamError
+from aguikit.server.eventlog import MemoryEventLog
+from aguikit.transport.sse import iter_frames
+from aguikit.wire import to_wire
+
+ROOT = Path(__file__).resolve().parent.parent
+BODY = {"threadId": "t", "runId": "r1", "messages": []}
+
+
+class _Cut(httpx.AsyncByteStream):
+    """A response body that breaks, like a dropped connection, after ``limit`` bytes."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, limit: int | None, request: httpx.Request):
+        self.inner, self.limit, self.request = inner, limit, request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        sent = 0
+        async for chunk in self.inner:
+            if self.limit is not None and sent + len(chunk) > self.limit:
+                yield chunk[: self.limit - sent]
+                raise httpx.ReadError("connection cut by the test", request=self.request)
+            sent += len(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class CuttingTransport(httpx.AsyncBaseTransport):
+    """
+    Sends request ``n`` to worker ``n % len(workers)`` (so every reconnect lands on
+    another worker) and, with probability ``rate``, cuts its answer at a seeded random
+    byte offset.
+    """
+
+    def __init__(
+        self, workers: list[str], rng: random.Random, rate: float = 0.8, min_cut: int = 1
+    ) -> None:
+        self.workers, self.rng, self.rate, self.min_cut = workers, rng, rate, min_cut
+        self.inner = httpx.AsyncHTTPTransport()
+        self.requests = 0
+        self.cuts = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        base = httpx.URL(self.workers[self.requests % len(self.workers)])
+        self.requests += 1
+        request.url = request.url.copy_with(host=base.host, port=base.port)
+        response = await self.inner.handle_async_request(request)
+        limit = self.rng.randint(self.min_cut, 2500) if self.rng.random() < self.rate else None
+        if limit is not None:
+            self.cuts += 1
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_Cut(response.stream, limit, request),
+            request=request,
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def _result(agent: Agent, run_id: str) -> str:
+    """Messages and state, with the run id (which the scripted ids embed) factored out."""
+    text = json.dumps({"messages": [to_wire(m) for m in agent.messages], "state": agent.state})
+    return text.replace(run_id, "RUN")
+
+
+async def _runs(url: str, transport: httpx.AsyncBaseTransport | None, count: int) -> list[str]:
+    results = []
+    for _ in range(count):
+        agent = Agent(url, transport=transport, max_reconnects=50, backoff=0.001, max_backoff=0.02)
+        result = await agent.run()
+        results.append(_result(agent, result.run_id))
+    return results
+
+
+def test_frames_carry_ids_and_a_resume_replays_after_the_id() -> None:
+    """Every SSE frame is numbered; Last-Event-ID gets the rest of the same run."""
+    with serve_asgi(make_app(MemoryEventLog())) as base:
+        url = base + "/agent"
+        full = httpx.post(url, json=BODY, headers={"Accept": "text/event-stream"}, timeout=30)
+        frames = list(iter_frames([full.content]))
+        assert [f.id for f in frames] == [str(n) for n in range(1, len(frames) + 1)]
+        again = httpx.post(url, json=BODY, headers={"Last-Event-ID": "5"}, timeout=30)
+        rest = list(iter_frames([again.content]))
+        assert [f.data for f in rest] == [f.data for f in frames[5:]]
+        assert rest[0].id == "6"
+
+
+def test_an_unknown_run_or_id_is_gone_and_a_started_run_conflicts() -> None:
+    """410 for what the log cannot replay, 409 for starting a run id twice."""
+    with serve_asgi(make_app(MemoryEventLog())) as base:
+        url = base + "/agent"
+        httpx.post(url, json=BODY, timeout=30)
+        for body, last in [({**BODY, "runId": "nope"}, "3"), (BODY, "99999"), (BODY, "x")]:
+            answer = httpx.post(url, json=body, headers={"Last-Event-ID": last}, timeout=30)
+            assert answer.status_code == 410
+            assert answer.json()["lastEventId"] == last
+        assert httpx.post(url, json=BODY, timeout=30).status_code == 409
+
+
+def test_a_run_cut_many_times_equals_the_uninterrupted_run_in_memory() -> None:
+    """One worker, the in-memory log: seeded cuts, same messages and state every time."""
+    with serve_asgi(make_app(MemoryEventLog())) as base:
+        url = base + "/agent"
+        (reference,) = asyncio.run(_runs(url, None, 1))
+        transport = CuttingTransport([base], random.Random(13))
+        results = asyncio.run(_runs(url, transport, 8))
+    assert transport.cuts >= 8
+    assert results == [reference] * 8
+
+
+def test_an_unresumable_stream_ends_with_truncated_stream_naming_the_last_event() -> None:
+    """A log that dropped what the client missed: TruncatedStreamError, not a gap."""
+    with serve_asgi(make_app(MemoryEventLog(max_events=10))) as base:
+        transport = CuttingTransport([base], random.Random(1), rate=1.0, min_cut=400)
+        agent = Agent(base + "/agent", transport=transport, backoff=0.2, max_backoff=0.2)
+        with pytest.raises(TruncatedStreamError, match=r"after event \d+ \(\w+\)"):
+            asyncio.run(agent.run())
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    with redis_server() as url:
+        yield url
+
+
+def test_the_redis_log_numbers_replays_and_ends_like_the_memory_log(redis_url: str) -> None:
+    """Append, resumable, follow from a position and to the end, on a real Redis."""
+    from aguikit.server.redis_log import RedisEventLog
+
+    async def scenario() -> None:
+        for log in (MemoryEventLog(), RedisEventLog.from_url(redis_url, prefix="unit:")):
+            ids = [await log.append("r", {"type": "CUSTOM", "name": str(n)}) for n in range(4)]
+            assert ids == ["1", "2", "3", "4"]
+            assert await log.resumable("r", "2") and await log.resumable("r", None)
+            assert not await log.resumable("r", "9") and not await log.resumable("q", "1")
+
+            async def tail(log: Any = log) -> list[str]:
+                return [i async for i, _ in log.follow("r", "2")]
+
+            follower = asyncio.ensure_future(tail())
+            await asyncio.sleep(0.05)
+            await log.append("r", {"type": "CUSTOM", "name": "late"})
+            await log.end("r")
+            assert await asyncio.wait_for(follower, 10) == ["3", "4", "5"]
+
+    asyncio.run(scenario())
+
+
+@contextlib.contextmanager
+def _workers(redis: str, count: int) -> Iterator[list[str]]:
+    """``count`` uvicorn processes serving tests/resume_app.py over the same Redis."""
+    env = {
+        **os.environ,
+        "AGUIKIT_TEST_REDIS": redis,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+    }
+    ports = [free_port() for _ in range(count)]
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "tests.resume_app:app",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+        )
+        for port in ports
+    ]
+    try:
+        for port, process in zip(ports, processes, strict=True):
+            wait_listening(port, process, "a uvicorn worker")
+        yield [f"http://127.0.0.1:{port}" for port in ports]
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=10)
+
+
+RUNS = 25
+
+
+def test_two_workers_one_redis_cut_at_random_points_every_run_equals_the_uninterrupted_one(
+    redis_url: str,
+) -> None:
+    """The proof: reconnects land on the other worker and resume the same run."""
+    with _workers(redis_url, 2) as workers:
+        url = workers[0] + "/agent"
+        (reference,) = asyncio.run(_runs(url, None, 1))
+        transport = CuttingTransport(workers, random.Random(2026))
+        results = asyncio.run(_runs(url, transport, RUNS))
+    equal = sum(result == reference for result in results)
+    print(
+        f"\nresume proof: {RUNS} runs, {transport.cuts} cuts, "
+        f"{transport.requests} requests, {equal} equal to the uninterrupted run"
+    )
+    assert transport.cuts >= RUNS
+    assert equal == RUNS
