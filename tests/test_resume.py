@@ -26,7 +26,7 @@ from tests.redis_server import redis_server
 from tests.resume_app import make_app
 from tests.servers import free_port, serve_asgi, wait_listening
 
-from aguikit import Agent
+from aguikit import Agent, Session
 from aguikit.errors import TruncatedStreamError
 from aguikit.server.eventlog import MemoryEventLog
 from aguikit.transport.sse import iter_frames
@@ -151,6 +151,41 @@ def test_an_unresumable_stream_ends_with_truncated_stream_naming_the_last_event(
             asyncio.run(agent.run())
 
 
+def test_a_late_joiner_with_a_prelude_folds_to_the_same_result() -> None:
+    """Snapshots and re-opened items, then live: the same messages and state as the log."""
+    with serve_asgi(make_app(MemoryEventLog())) as base:
+        url = base + "/agent"
+
+        async def scenario() -> tuple[str, str, int, int]:
+            agent = Agent(url)
+            running = asyncio.ensure_future(agent.run())
+            while agent.session is None or len(agent.session.messages) < 3:
+                await asyncio.sleep(0.005)
+            body = {"threadId": agent.thread_id, "runId": agent.session.run_id, "messages": []}
+            headers = {"Last-Event-ID": "0", "X-AGUI-Join": "prelude"}
+            async with httpx.AsyncClient(timeout=30) as client:
+                joined = (await client.post(url, json=body, headers=headers)).content
+                whole = (await client.post(url, json=body, headers={"Last-Event-ID": "0"})).content
+            result = await running
+            late = Session()
+            frames = list(iter_frames([joined]))
+            late.feed_all(json.loads(f.data) for f in frames)
+            late.finish()
+            folded = json.dumps(
+                {"messages": [to_wire(m) for m in late.messages], "state": late.state}
+            ).replace(result.run_id, "RUN")
+            return (
+                _result(agent, result.run_id),
+                folded,
+                len(frames),
+                len(list(iter_frames([whole]))),
+            )
+
+        original, joined, joined_frames, all_frames = asyncio.run(scenario())
+    assert joined == original
+    assert joined_frames < all_frames
+
+
 @pytest.fixture(scope="module")
 def redis_url() -> Iterator[str]:
     with redis_server() as url:
@@ -165,6 +200,7 @@ def test_the_redis_log_numbers_replays_and_ends_like_the_memory_log(redis_url: s
         for log in (MemoryEventLog(), RedisEventLog.from_url(redis_url, prefix="unit:")):
             ids = [await log.append("r", {"type": "CUSTOM", "name": str(n)}) for n in range(4)]
             assert ids == ["1", "2", "3", "4"]
+            assert [i for i, _ in await log.read("r")] == ids
             assert await log.resumable("r", "2") and await log.resumable("r", None)
             assert not await log.resumable("r", "9") and not await log.resumable("q", "1")
 

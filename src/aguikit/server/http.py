@@ -42,7 +42,7 @@ from ..jsonio import loads
 from ..transport import jsonl, sse
 from ..validate import is_valid, iter_schema_errors
 from ..wire import parse_run_agent_input
-from .eventlog import EventLog
+from .eventlog import EventLog, prelude
 from .writer import Mode, RunWriter
 
 __all__ = ["PROTOBUF_MEDIA_TYPE", "Handler", "agui_endpoint", "create_app", "negotiate"]
@@ -56,6 +56,9 @@ PROTOBUF_MEDIA_TYPE: Final = "application/vnd.ag-ui.event+proto"
 _JSONL_TYPES: Final = ("application/jsonl", "application/x-ndjson")
 _SSE_RANGES: Final = (sse.MEDIA_TYPE, "text/*", "*/*")
 _KEEPALIVE: Final = b": keep-alive\n\n"
+JOIN_HEADER: Final = "x-agui-join"
+"""``X-AGUI-Join: prelude`` with ``Last-Event-ID``: a late joiner asks for a consistent
+start (see :func:`aguikit.server.eventlog.prelude`) instead of the log."""
 RESUMABLE_HEADER: Final = "x-agui-resume"
 """Sent (value ``last-event-id``) by an endpoint with an event log: the run survives a
 dropped connection and can be followed again with ``Last-Event-ID``."""
@@ -136,6 +139,7 @@ class EventStreamResponse(Response):
         snapshot_every: int,
         event_log: EventLog | None = None,
         resume_after: str | None = None,
+        join_prelude: bool = False,
     ) -> None:
         # As StreamingResponse does: no body, so no Content-Length is declared.
         self.status_code = 200
@@ -161,6 +165,8 @@ class EventStreamResponse(Response):
         self.event_log = event_log
         self.resume_after = resume_after
         """With a log: follow the run after this id rather than start it."""
+        self.join_prelude = join_prelude
+        """With a log and ``resume_after``: start with a prelude rather than the log."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         queue: asyncio.Queue[Any] = asyncio.Queue(self.queue_size)
@@ -224,10 +230,22 @@ class EventStreamResponse(Response):
             await self.handler(self.run_input, run)
 
     async def _follow(self, log: EventLog, queue: asyncio.Queue[Any]) -> None:
-        """Copy the run's logged events, after ``resume_after``, into the frame queue."""
+        """Copy the run's logged events, after ``resume_after``, into the frame queue
+        (after the prelude, for a late joiner that asked for one)."""
         sse_framing = self.media_type == sse.MEDIA_TYPE
+        after = self.resume_after
         try:
-            async for event_id, wire in log.follow(self.run_input.run_id, self.resume_after):
+            start = await prelude(log, self.run_input.run_id) if self.join_prelude else None
+            if start is not None:
+                events, after = start
+                for number, wire in enumerate(events, 1):
+                    frame = self.encode(wire)
+                    # Only the last frame is numbered: the prelude stands for every
+                    # event up to that id, so a reconnect resumes after it.
+                    if sse_framing and number == len(events):
+                        frame = f"id: {after}\n".encode() + frame
+                    await queue.put(frame)
+            async for event_id, wire in log.follow(self.run_input.run_id, after):
                 frame = self.encode(wire)
                 await queue.put(f"id: {event_id}\n".encode() + frame if sse_framing else frame)
         finally:
@@ -365,6 +383,7 @@ def agui_endpoint(
             snapshot_every=snapshot_every,
             event_log=event_log,
             resume_after=resume_after if event_log is not None else None,
+            join_prelude=request.headers.get(JOIN_HEADER, "").strip().lower() == "prelude",
         )
 
     endpoint.__name__ = getattr(handler, "__name__", "agui_endpoint")

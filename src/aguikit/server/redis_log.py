@@ -102,6 +102,15 @@ class RedisEventLog:
         last: Any = await self.redis.xrevrange(key, count=1)
         return _seq(first[0][0]) - 1 <= position <= _seq(last[0][0])
 
+    async def read(self, run_id: str) -> list[tuple[str, dict[str, Any]]]:
+        key = self._key(run_id)
+        entries: Any = await self.redis.xrange(key)
+        return [
+            (str(_seq(stream_id)), loads_object(fields[_EVENT], source=key))
+            for stream_id, fields in entries
+            if _EVENT in fields
+        ]
+
     async def follow(
         self, run_id: str, after: str | None
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
