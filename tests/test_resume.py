@@ -253,7 +253,7 @@ def _workers(redis: str, count: int) -> Iterator[list[str]]:
             process.wait(timeout=10)
 
 
-RUNS = 25
+RUNS = 40
 
 
 def test_two_workers_one_redis_cut_at_random_points_every_run_equals_the_uninterrupted_one(
