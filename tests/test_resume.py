@@ -26,7 +26,7 @@ from tests.redis_server import redis_server
 from tests.resume_app import make_app
 from tests.servers import free_port, serve_asgi, wait_listening
 
-from aguikit import Agent, Session
+from aguikit import Agent, AgentClient, Session
 from aguikit.errors import TruncatedStreamError
 from aguikit.server.eventlog import MemoryEventLog
 from aguikit.transport.sse import iter_frames
@@ -140,6 +140,54 @@ def test_a_run_cut_many_times_equals_the_uninterrupted_run_in_memory() -> None:
         results = asyncio.run(_runs(url, transport, 8))
     assert transport.cuts >= 8
     assert results == [reference] * 8
+
+
+class _SyncCut(httpx.SyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream, limit: int, request: httpx.Request):
+        self.inner, self.limit, self.request = inner, limit, request
+
+    def __iter__(self) -> Iterator[bytes]:
+        data = b"".join(self.inner)
+        yield data[: self.limit]
+        if len(data) > self.limit:
+            raise httpx.ReadError("connection cut by the test", request=self.request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class SyncCuttingTransport(httpx.BaseTransport):
+    """Every answer cut after ``step`` more bytes than the last: a sync client's drops."""
+
+    def __init__(self, step: int) -> None:
+        self.inner, self.step, self.cuts = httpx.HTTPTransport(), step, 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        self.cuts += 1
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_SyncCut(response.stream, self.step, request),
+            request=request,
+        )
+
+
+def test_the_sync_client_resumes_a_dropped_stream_too() -> None:
+    """``run_sync`` reconnects with Last-Event-ID and folds the same conversation."""
+    with serve_asgi(make_app(MemoryEventLog())) as base:
+        url = base + "/agent"
+        plain = AgentClient(url)
+        list(plain.run_sync({**BODY, "runId": "sync-a"}))
+        transport = SyncCuttingTransport(700)
+        cut = AgentClient(url, transport=transport, max_reconnects=50, backoff=0.001)
+        list(cut.run_sync({**BODY, "runId": "sync-b"}))
+    assert transport.cuts > 3
+    assert json.dumps([to_wire(m) for m in cut.messages]).replace("sync-b", "X") == json.dumps(
+        [to_wire(m) for m in plain.messages]
+    ).replace("sync-a", "X")
+    assert cut.state == plain.state
 
 
 def test_an_unresumable_stream_ends_with_truncated_stream_naming_the_last_event() -> None:

@@ -20,8 +20,8 @@ loop, closing the generator or cancelling the task closes the HTTP response, and
 the connection, so the agent sees the client go and can stop spending tokens.
 
 A dropped connection to a resumable endpoint (one that numbers its SSE frames, see
-:mod:`aguikit.server.eventlog`) is resumed with ``Last-Event-ID`` by the async run, and
-the caller sees one continuous stream; ``docs/resume.md`` is the protocol.
+:mod:`aguikit.server.eventlog`) is resumed with ``Last-Event-ID`` by both runs, and the
+caller sees one continuous stream; ``docs/resume.md`` is the protocol.
 
 What it deliberately does not do: retry a request that failed before any answer, or
 reconnect a stream whose frames carry no ids (nothing says where to resume).
@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import aclosing
+from contextlib import aclosing, closing
 from typing import Any, Final
 
 import httpx
@@ -45,7 +46,7 @@ from .limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
 from .receiver import omit_newer_members
 from .session import Session, Update
 from .transport.http import DEFAULT_TIMEOUT, apost_stream, post_stream
-from .transport.sse import aiter_frames, frame_object, iter_events
+from .transport.sse import Frame, aiter_frames, frame_object, iter_frames
 from .wire import parse_run_agent_input, to_wire
 
 __all__ = ["AgentClient", "Update", "prepare_input"]
@@ -212,8 +213,8 @@ class AgentClient:
         max_depth: Deepest JSON nesting accepted in one event.
         transport: An ``httpx`` transport to use instead of the network (sync runs).
         async_transport: Likewise for async runs.
-        max_reconnects: Consecutive reconnects tried on a dropped resumable stream
-            (async runs; see :meth:`aevents`).
+        max_reconnects: Consecutive reconnects tried on a dropped resumable stream (see
+            :meth:`aevents`).
         backoff: Seconds before the first reconnect; doubled for each further one.
         max_backoff: The cap on that delay.  Each delay is drawn in ``[d/2, d]`` (jitter),
             so clients cut off together do not come back together.
@@ -313,15 +314,7 @@ class AgentClient:
         """
         body = self._request(run_input)
         session = self._new_session()
-        chunks = post_stream(
-            self.url, body, headers=self.headers, timeout=self.timeout, transport=self._transport
-        )
-        for data in iter_events(
-            chunks,
-            source=self.url,
-            max_frame_bytes=self.max_frame_bytes,
-            max_depth=self.max_depth,
-        ):
+        for data in self.events(body):
             yield from session.feed(data)
         yield from session.finish()
 
@@ -345,43 +338,49 @@ class AgentClient:
         for update in session.finish():
             yield update
 
+    def events(self, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        """
+        The synchronous twin of :meth:`aevents` (what :meth:`run_sync` folds), resuming a
+        dropped resumable stream the same way.
+        """
+        resume = _Resume(self, body)
+        while True:
+            chunks = post_stream(self.url, body, **resume.request(self._transport))
+            failure: TransportError | None = None
+            frames = iter_frames(chunks, source=self.url, max_frame_bytes=self.max_frame_bytes)
+            try:
+                with closing(chunks):  # leaving early closes the connection now
+                    for frame in frames:
+                        yield from resume.take_all(frame)
+                        if resume.finished:
+                            return
+            except TransportError as error:
+                failure = error
+            if not resume.waited(failure):
+                return
+
     async def aevents(self, body: Mapping[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """
         POST ``body`` (an already prepared request) and yield the answer's decoded wire
         dicts, unfolded: the fetch and decode that :meth:`run` and :class:`aguikit.Agent`
         (whose middleware sits between this and its session) share.
 
-        When the server numbers its frames (``id:``, a resumable endpoint) and the
-        connection drops, or the answer ends before ``RUN_FINISHED``/``RUN_ERROR``, the
+        When the server numbers its frames (``id:``) or declares ``X-AGUI-Resume``, and
+        the connection drops, or the answer ends before ``RUN_FINISHED``/``RUN_ERROR``, the
         same body is POSTed again with ``Last-Event-ID`` (``0`` when no event had arrived)
         after a capped exponential backoff with jitter, events already delivered are
-        dropped, and the caller sees one continuous stream.  A stream without ids fails
-        as it always did.
+        dropped, and the caller sees one continuous stream.  A stream that is not
+        resumable fails as it always did (resending would start the run twice).
 
         Raises:
             HTTPStatusError, ContentTypeError, TransportError, DecodeError: As :meth:`run`.
             TruncatedStreamError: The stream dropped and could not be resumed (the server
                 refused, or ``max_reconnects`` attempts failed); names the last event.
         """
-        last_id: str | None = None
-        last_type: str | None = None
-        resumable = False
-        delivered: set[str] = set()
-        attempt = 0
-        declared: list[httpx.Headers] = []
+        resume = _Resume(self, body)
         while True:
-            headers = dict(self.headers)
-            if resumable or _declares_resume(declared):
-                headers["Last-Event-ID"] = last_id or "0"
-            chunks = apost_stream(
-                self.url,
-                body,
-                headers=headers,
-                timeout=self.timeout,
-                transport=self._async_transport,
-                on_headers=declared.append,
-            )
-            earlier = set(delivered)
+            chunks = apost_stream(self.url, body, **resume.request(self._async_transport))
+            failure: TransportError | None = None
             try:
                 # An async generator is not closed when dropped: close the request
                 # explicitly, so leaving this loop early closes the connection now.
@@ -389,49 +388,121 @@ class AgentClient:
                     async for frame in aiter_frames(
                         chunks, source=self.url, max_frame_bytes=self.max_frame_bytes
                     ):
-                        if frame.id is not None:
-                            resumable = True
-                            if frame.id in earlier:
-                                continue  # replayed: delivered before the reconnect
-                            delivered.add(frame.id)
-                            last_id = frame.id
-                        data = frame_object(frame, source=self.url, max_depth=self.max_depth)
-                        attempt = 0
-                        kind = data.get("type")
-                        last_type = kind if isinstance(kind, str) else None
-                        yield data
-                        if last_type in _TERMINAL:
+                        data = resume.take(frame)
+                        if data is not None:
+                            yield data
+                        if resume.finished:
                             return
-                if not (resumable or _declares_resume(declared)):
-                    return
-                reason = "the answer ended before the run did"
-            except HTTPStatusError as error:
-                if attempt == 0:  # the first request: the answer, not a resume, failed
-                    raise
-                raise self._unresumable(body, last_id, last_type, str(error)) from error
             except TransportError as error:
-                if not (resumable or _declares_resume(declared)):
-                    raise
-                reason = str(error)
-            attempt += 1
-            if attempt > self.max_reconnects:
-                raise self._unresumable(
-                    body, last_id, last_type, f"{reason} ({self.max_reconnects} reconnects failed)"
-                )
-            delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
-            await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+                failure = error
+            delay = resume.after(failure)
+            if delay is None:
+                return
+            await asyncio.sleep(delay)
 
-    @staticmethod
-    def _unresumable(
-        body: Mapping[str, Any], last_id: str | None, last_type: str | None, reason: str
-    ) -> TruncatedStreamError:
-        run_id = body.get("runId")
-        where = f"after event {last_id} ({last_type})" if last_id else "before its first event"
+
+class _Resume:
+    """
+    One request's reconnect bookkeeping, shared by the sync and async loops: the ids
+    delivered, the last event, whether the server can resume, and the backoff.
+    """
+
+    def __init__(self, client: AgentClient, body: Mapping[str, Any]) -> None:
+        self.client = client
+        self.body = body
+        self.last_id: str | None = None
+        self.last_type: str | None = None
+        self.numbered = False
+        self.delivered: set[str] = set()
+        self.earlier: frozenset[str] = frozenset()
+        self.attempt = 0
+        self.declared: list[httpx.Headers] = []
+        self.finished = False
+
+    @property
+    def resumable(self) -> bool:
+        """The server numbered its frames or declared ``X-AGUI-Resume``."""
+        return self.numbered or _declares_resume(self.declared)
+
+    def request(self, transport: Any) -> dict[str, Any]:
+        """The fetch's options for the next request (``Last-Event-ID`` on a reconnect)."""
+        self.earlier = frozenset(self.delivered)
+        headers = dict(self.client.headers)
+        if self.resumable:
+            headers["Last-Event-ID"] = self.last_id or "0"
+        return {
+            "headers": headers,
+            "timeout": self.client.timeout,
+            "transport": transport,
+            "on_headers": self.declared.append,
+        }
+
+    def take_all(self, frame: Frame) -> list[dict[str, Any]]:
+        """:meth:`take`, as the list of events to deliver (none or one)."""
+        data = self.take(frame)
+        return [] if data is None else [data]
+
+    def take(self, frame: Frame) -> dict[str, Any] | None:
+        """The frame's event, or ``None`` for one delivered before the reconnect."""
+        if frame.id is not None:
+            self.numbered = True
+            if frame.id in self.earlier:
+                return None
+            self.delivered.add(frame.id)
+            self.last_id = frame.id
+        client = self.client
+        data = frame_object(frame, source=client.url, max_depth=client.max_depth)
+        self.attempt = 0
+        kind = data.get("type")
+        self.last_type = kind if isinstance(kind, str) else None
+        self.finished = self.last_type in _TERMINAL
+        return data
+
+    def after(self, failure: TransportError | None) -> float | None:
+        """
+        The answer ended (``failure`` is ``None``) or failed: the seconds to wait before
+        reconnecting, or ``None`` when the stream is simply over.
+
+        Raises:
+            TransportError: ``failure``, when the stream cannot be resumed at all.
+            TruncatedStreamError: The server refused the resume, or too many failed.
+        """
+        if isinstance(failure, HTTPStatusError):
+            if self.attempt == 0:  # the first request: the answer, not a resume, failed
+                raise failure
+            raise self.unresumable(str(failure)) from failure
+        if not self.resumable:
+            if failure is not None:
+                raise failure
+            return None
+        reason = "the answer ended before the run did" if failure is None else str(failure)
+        self.attempt += 1
+        client = self.client
+        if self.attempt > client.max_reconnects:
+            raise self.unresumable(f"{reason} ({client.max_reconnects} reconnects failed)")
+        delay = min(client.max_backoff, client.backoff * 2 ** (self.attempt - 1))
+        return float(delay) * random.uniform(0.5, 1.0)
+
+    def waited(self, failure: TransportError | None) -> bool:
+        """:meth:`after`, sleeping the delay here (the sync loop); ``False``: over."""
+        delay = self.after(failure)
+        if delay is not None:
+            time.sleep(delay)
+        return delay is not None
+
+    def unresumable(self, reason: str) -> TruncatedStreamError:
+        """The error of a stream that dropped for good, naming the last event received."""
+        run_id = self.body.get("runId")
+        where = (
+            f"after event {self.last_id} ({self.last_type})"
+            if self.last_id
+            else "before its first event"
+        )
         return TruncatedStreamError(
             "AGUI-V006",
             "truncated-stream",
             f"{render_message('AGUI-V006', entity_id=run_id)}: the connection dropped {where} "
             f"and the stream could not be resumed: {reason}",
-            event_type=last_type,
+            event_type=self.last_type,
             entity_id=run_id if isinstance(run_id, str) else None,
         )

@@ -19,7 +19,7 @@ floors above, where the models are), retry, or reconnect.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping
 from typing import Any, Final
 
 import httpx
@@ -64,9 +64,13 @@ def post_stream(
     headers: Mapping[str, str] | None = None,
     timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
     transport: httpx.BaseTransport | None = None,
-) -> Iterator[bytes]:
+    on_headers: Callable[[httpx.Headers], None] | None = None,
+) -> Generator[bytes, None, None]:
     """
     POST ``body`` as JSON to ``url`` and yield the event stream's bytes as they arrive.
+
+    ``on_headers`` is called with a 2xx event stream's headers before its first byte (the
+    client reads whether the server can resume it from them).
 
     Args:
         url: The agent endpoint.
@@ -95,6 +99,8 @@ def post_stream(
                 text = bytes(start[:_ERROR_BODY_BYTES]).decode("utf-8", "replace")
                 raise HTTPStatusError(response.status_code, text, url=url)
             _check_content_type(response, url)
+            if on_headers is not None:
+                on_headers(response.headers)
             yield from response.iter_bytes()
     except httpx.HTTPError as exc:
         raise TransportError(_describe(exc), url=url) from exc
@@ -111,9 +117,6 @@ async def apost_stream(
 ) -> AsyncGenerator[bytes, None]:
     """
     The asynchronous twin of :func:`post_stream`.
-
-    ``on_headers`` is called with a 2xx event stream's headers before its first byte (the
-    client reads whether the server can resume it from them).
 
     An async generator is not closed when dropped, so a caller that may stop early wraps
     it in ``contextlib.aclosing`` (the client does).
