@@ -234,6 +234,26 @@ def test_a_late_joiner_with_a_prelude_folds_to_the_same_result() -> None:
     assert joined_frames < all_frames
 
 
+def test_an_agent_joins_a_run_in_progress_and_ends_with_the_same_conversation() -> None:
+    """``Agent.join``: prelude then live, the starter's messages and state."""
+    with serve_asgi(make_app(MemoryEventLog())) as base:
+        url = base + "/agent"
+
+        async def scenario() -> tuple[str, str]:
+            starter = Agent(url)
+            running = asyncio.ensure_future(starter.run())
+            while starter.session is None or len(starter.session.messages) < 3:
+                await asyncio.sleep(0.005)
+            assert starter.session.run_id is not None
+            joiner = Agent(url, thread_id=starter.thread_id)
+            joined = await joiner.join(starter.session.run_id)
+            result = await running
+            return _result(starter, result.run_id), _result(joiner, joined.run_id)
+
+        started, joined = asyncio.run(scenario())
+    assert joined == started
+
+
 @pytest.fixture(scope="module")
 def redis_url() -> Iterator[str]:
     with redis_server() as url:

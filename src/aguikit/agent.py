@@ -228,7 +228,8 @@ class Agent:
     Args:
         url: The agent endpoint.
         app: An ASGI app to talk to in process instead of the network (tests, notebooks);
-            ``url`` is then the path on it, e.g. ``"http://agent/agent"``.
+            ``url`` is then the path on it, e.g. ``"http://agent/agent"``.  httpx's ASGI
+            transport hands over the answer when the run ends, so nothing streams.
         thread_id: The thread; a fresh one when not given.
         messages, state, tools, context, forwarded_props: What the next run sends; they
             persist across runs (messages and state as each run leaves them).
@@ -237,6 +238,8 @@ class Agent:
         max_reconnects, backoff, max_backoff: Reconnecting a dropped stream (see
             :class:`~aguikit.client.AgentClient`).
         transport: An ``httpx`` async transport to use instead of the network.
+
+    .. versionadded:: 0.2.0
     """
 
     def __init__(
@@ -363,13 +366,26 @@ class Agent:
                 the session held them before the failing event).
             ExceptionGroup: One or more subscribers raised (after the run settled).
         """
+        run_id = str(uuid.uuid4())
+        return await self._run(run_id, self._body(run_id, resume), join=False)
+
+    async def join(self, run_id: str) -> RunResult:
+        """
+        Follow a run already in progress on a resumable server (another tab started it):
+        the server's prelude (``X-AGUI-Join: prelude``, see ``docs/resume.md``) brings the
+        conversation and state as they stand, then the run continues live.
+
+        Raises:
+            As :meth:`run`; ``TruncatedStreamError`` when the server cannot follow the run.
+        """
+        return await self._run(run_id, self._body(run_id, None), join=True)
+
+    async def _run(self, run_id: str, body: dict[str, Any], *, join: bool) -> RunResult:
         if self._inner is not None:
             raise RuntimeError("a run is already in progress on this agent")
-        run_id = str(uuid.uuid4())
-        body = self._body(run_id, resume)
         self._aborted = False
         errors: list[Exception] = []
-        inner = asyncio.ensure_future(self._consume(run_id, body, errors))
+        inner = asyncio.ensure_future(self._consume(run_id, body, errors, join))
         self._inner = inner
         try:
             result = await inner
@@ -404,7 +420,7 @@ class Agent:
             self._inner.cancel()
 
     async def _consume(
-        self, run_id: str, body: dict[str, Any], errors: list[Exception]
+        self, run_id: str, body: dict[str, Any], errors: list[Exception], join: bool
     ) -> RunResult:
         session = Session(
             verify=self._client.verify,
@@ -416,7 +432,7 @@ class Agent:
         )
         self.session = session
         tracker = _Tracker(self, errors)
-        events: AsyncIterator[EventLike] = self._client.aevents(body)
+        events: AsyncIterator[EventLike] = self._client.aevents(body, join=join)
         for middleware in self._middleware:
             events = middleware(events)
         try:

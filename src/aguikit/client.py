@@ -359,7 +359,9 @@ class AgentClient:
             if not resume.waited(failure):
                 return
 
-    async def aevents(self, body: Mapping[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+    async def aevents(
+        self, body: Mapping[str, Any], *, join: bool = False
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """
         POST ``body`` (an already prepared request) and yield the answer's decoded wire
         dicts, unfolded: the fetch and decode that :meth:`run` and :class:`aguikit.Agent`
@@ -372,12 +374,16 @@ class AgentClient:
         dropped, and the caller sees one continuous stream.  A stream that is not
         resumable fails as it always did (resending would start the run twice).
 
+        ``join`` follows a run already in progress (``body["runId"]``) rather than
+        starting one: the first request asks for the server's prelude (``Last-Event-ID:
+        0`` and ``X-AGUI-Join: prelude``).
+
         Raises:
             HTTPStatusError, ContentTypeError, TransportError, DecodeError: As :meth:`run`.
             TruncatedStreamError: The stream dropped and could not be resumed (the server
                 refused, or ``max_reconnects`` attempts failed); names the last event.
         """
-        resume = _Resume(self, body)
+        resume = _Resume(self, body, join=join)
         while True:
             chunks = apost_stream(self.url, body, **resume.request(self._async_transport))
             failure: TransportError | None = None
@@ -407,7 +413,8 @@ class _Resume:
     delivered, the last event, whether the server can resume, and the backoff.
     """
 
-    def __init__(self, client: AgentClient, body: Mapping[str, Any]) -> None:
+    def __init__(self, client: AgentClient, body: Mapping[str, Any], *, join: bool = False) -> None:
+        self.join = join
         self.client = client
         self.body = body
         self.last_id: str | None = None
@@ -428,8 +435,10 @@ class _Resume:
         """The fetch's options for the next request (``Last-Event-ID`` on a reconnect)."""
         self.earlier = frozenset(self.delivered)
         headers = dict(self.client.headers)
-        if self.resumable:
+        if self.resumable or self.join:
             headers["Last-Event-ID"] = self.last_id or "0"
+        if self.join and self.last_id is None:
+            headers["X-AGUI-Join"] = "prelude"
         return {
             "headers": headers,
             "timeout": self.client.timeout,
