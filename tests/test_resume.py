@@ -199,8 +199,11 @@ def test_an_unresumable_stream_ends_with_truncated_stream_naming_the_last_event(
             asyncio.run(agent.run())
 
 
-def test_a_late_joiner_with_a_prelude_folds_to_the_same_result() -> None:
+def test_a_late_joiner_with_a_prelude_folds_to_the_same_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Snapshots and re-opened items, then live: the same messages and state as the log."""
+    monkeypatch.setenv("AGUIKIT_TEST_PAUSE", "0.02")  # still running when the joiner comes
     with serve_asgi(make_app(MemoryEventLog())) as base:
         url = base + "/agent"
 
@@ -234,8 +237,11 @@ def test_a_late_joiner_with_a_prelude_folds_to_the_same_result() -> None:
     assert joined_frames < all_frames
 
 
-def test_an_agent_joins_a_run_in_progress_and_ends_with_the_same_conversation() -> None:
+def test_an_agent_joins_a_run_in_progress_and_ends_with_the_same_conversation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """``Agent.join``: prelude then live, the starter's messages and state."""
+    monkeypatch.setenv("AGUIKIT_TEST_PAUSE", "0.02")
     with serve_asgi(make_app(MemoryEventLog())) as base:
         url = base + "/agent"
 
@@ -304,6 +310,8 @@ def _workers(redis: str, count: int) -> Iterator[list[str]]:
                 str(port),
                 "--log-level",
                 "warning",
+                "--timeout-graceful-shutdown",
+                "2",
             ],
             cwd=ROOT,
             env=env,
@@ -318,7 +326,11 @@ def _workers(redis: str, count: int) -> Iterator[list[str]]:
         for process in processes:
             process.terminate()
         for process in processes:
-            process.wait(timeout=10)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # a connection it still waits on: stop it
+                process.kill()
+                process.wait(timeout=10)
 
 
 RUNS = 40
