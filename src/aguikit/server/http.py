@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
@@ -62,6 +63,7 @@ start (see :func:`aguikit.server.eventlog.prelude`) instead of the log."""
 RESUMABLE_HEADER: Final = "x-agui-resume"
 """Sent (value ``last-event-id``) by an endpoint with an event log: the run survives a
 dropped connection and can be followed again with ``Last-Event-ID``."""
+LOGGER: Final = logging.getLogger("aguikit.server")
 _DONE: Final[Any] = object()
 """Ends the frame queue: the run is over, or the client left."""
 
@@ -159,7 +161,7 @@ class EventStreamResponse(Response):
         )
         self.disconnected = False
         """Whether the client went away before the stream ended."""
-        if event_log is not None:
+        if event_log is not None and media_type == sse.MEDIA_TYPE:
             # Tells a client that was cut off before its first event that it may resume.
             self.raw_headers.append((RESUMABLE_HEADER.encode("latin-1"), b"last-event-id"))
         self.event_log = event_log
@@ -297,8 +299,16 @@ def _start_logged(response: EventStreamResponse, log: EventLog) -> asyncio.Event
 
     task = asyncio.create_task(produce())
     _DETACHED.add(task)
-    task.add_done_callback(_DETACHED.discard)
+    task.add_done_callback(_finished)
     return logged
+
+
+def _finished(task: asyncio.Task[None]) -> None:
+    """A detached run ended: let it go, and log a handler failure nobody else will see
+    (the stream already carries the writer's ``RUN_ERROR``)."""
+    _DETACHED.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        LOGGER.error("a logged run's handler failed", exc_info=task.exception())
 
 
 def _jsonl_bytes(wire: Mapping[str, Any]) -> bytes:
