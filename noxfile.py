@@ -9,6 +9,7 @@ so only ``tests`` reads them (they are pytest's); ``lint``, ``typecheck`` and
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import nox
@@ -17,7 +18,12 @@ ROOT = Path(__file__).parent
 SRC = ROOT / "src" / "aguikit"
 TESTS = ROOT / "tests"
 BENCH = ROOT / "bench"
+NODE = TESTS / "node"
 CODEGEN = ROOT / "codegen" / "generate.py"
+DMCG = "datamodel-code-generator[ruff]==0.89.0"
+PROTOC = "grpcio-tools==1.85.1"
+"""``protoc`` as a Python package: codegen-time only (the installed package needs just the
+``protobuf`` runtime).  Pinned because its version is written into the generated code."""
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["tests", "lint", "typecheck", "codegen_check"]
@@ -28,9 +34,14 @@ nox.options.reuse_existing_virtualenvs = True
 def tests(session: nox.Session) -> None:
     """Unit, property and conformance tests (the official corpus is read from ../shared)."""
     # mypy and dmcg too: the typing tests run mypy, the codegen tests regenerate.
-    session.install(
-        "-e", ".[test]", "mypy", "types-jsonschema", "datamodel-code-generator[ruff]==0.89.0"
-    )
+    session.install("-e", ".[test]", "mypy", "types-jsonschema", "types-protobuf", DMCG, PROTOC)
+    # The official @ag-ui/proto (oracle of tests/test_proto_official.py) and @ag-ui/client
+    # (the integration tests) into the gitignored tests/node/node_modules; CI sets
+    # AGUIKIT_REQUIRE_NODE so they cannot skip.
+    if shutil.which("npm"):
+        session.run(
+            "npm", "install", "--no-audit", "--no-fund", "--prefix", str(NODE), external=True
+        )
     session.run("pytest", *session.posargs)
 
 
@@ -52,22 +63,24 @@ def lint(session: nox.Session) -> None:
 @nox.session(tags=["check"])
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on src/ (generated code included: it is typed like the rest)."""
-    # The optional extras too: the server speaks Starlette (and Redis), interop the SDK.
-    session.install("-e", ".[server,sdk,redis]", "mypy", "types-jsonschema")
+    # The optional extras too: the server speaks Starlette (and Redis), interop the official
+    # SDK; the protobuf stubs type the generated agui_pb2 and its callers.
+    session.install("-e", ".[server,sdk,redis]", "mypy", "types-jsonschema", "types-protobuf")
     session.run("mypy", "--strict", str(SRC))
 
 
 @nox.session
 def codegen(session: nox.Session) -> None:
     """Regenerate src/aguikit/_generated/ from schema/ after a schema change."""
-    session.install("-e", ".", "datamodel-code-generator[ruff]==0.89.0")
+    session.install("-e", ".", DMCG, PROTOC)
     session.run("python", str(CODEGEN), *session.posargs)
 
 
 @nox.session(tags=["check"])
 def codegen_check(session: nox.Session) -> None:
-    """Fail, naming the files, when the checked-in generated code differs from schema/."""
-    session.install("-e", ".", "datamodel-code-generator[ruff]==0.89.0")
+    """Fail, naming the files, when the checked-in generated code differs from schema/, and
+    naming the field, when schema/proto-ledger.txt lacks a number or lost or changed one."""
+    session.install("-e", ".", DMCG, PROTOC)
     # No posargs: `nox -- -k foo` (and `./dev test -- -k foo`) are pytest's arguments, and
     # every default session receives them; a check with fixed arguments must ignore them.
     session.run("python", str(CODEGEN), "--check")

@@ -177,13 +177,17 @@ Omitted = frozenset[tuple[str, str]]
 
 
 def _for_type(
-    annotation: Any, schema: dict[str, Any], nullable_any: bool, omit: Omitted = frozenset()
+    annotation: Any,
+    schema: dict[str, Any],
+    nullable_any: bool,
+    omit: Omitted = frozenset(),
+    full: bool = False,
 ) -> Any:
     if _is_union(annotation):
         members = [m for m in get_args(annotation) if m is not type(None)]
         if len(members) == 1:
-            return _for_type(members[0], schema, nullable_any, omit)
-        return st.one_of([_for_type(m, {}, nullable_any, omit) for m in members])
+            return _for_type(members[0], schema, nullable_any, omit, full)
+        return st.one_of([_for_type(m, {}, nullable_any, omit, full) for m in members])
     origin = get_origin(annotation)
     if origin is Literal:
         return st.sampled_from(get_args(annotation))
@@ -194,8 +198,8 @@ def _for_type(
         )
         low = schema.get("minItems", 0)
         return st.lists(
-            _for_type(item, item_schema, nullable_any, omit),
-            min_size=low,
+            _for_type(item, item_schema, nullable_any, omit, full),
+            min_size=max(1 if full else 0, low),
             max_size=schema.get("maxItems", max(2, low)),
             unique_by=(
                 lambda v: json.dumps(to_wire(v) if attrs.has(type(v)) else v, sort_keys=True)
@@ -211,7 +215,7 @@ def _for_type(
         if issubclass(annotation, Enum):
             return st.sampled_from(list(annotation))
         if attrs.has(annotation):
-            return st.deferred(lambda: _instances(annotation, nullable_any, omit))
+            return st.deferred(lambda: _instances(annotation, nullable_any, omit, full))
         if annotation is bool:
             return st.booleans()
         if annotation is int:
@@ -328,7 +332,7 @@ def _constructor(cls: type) -> Any:
 
 
 def instances(
-    cls: type, *, nullable_any: bool = True, omit: Omitted = frozenset()
+    cls: type, *, nullable_any: bool = True, omit: Omitted = frozenset(), full: bool = False
 ) -> st.SearchStrategy[Any]:
     """
     Schema-valid instances of a generated class.  Optional fields are left unset about
@@ -346,7 +350,9 @@ def instances(
 
 
 @functools.cache
-def _instances(cls: Any, nullable_any: bool, omit: Omitted = frozenset()) -> st.SearchStrategy[Any]:
+def _instances(
+    cls: Any, nullable_any: bool, omit: Omitted = frozenset(), full: bool = False
+) -> st.SearchStrategy[Any]:
     hints = typing.get_type_hints(cls)
     kwargs: dict[str, st.SearchStrategy[Any]] = {}
     for field in model_fields(cls):
@@ -356,8 +362,8 @@ def _instances(cls: Any, nullable_any: bool, omit: Omitted = frozenset()) -> st.
         if field.default is not attrs.NOTHING and (cls.__name__, wire_name(field)) in omit:
             continue
         schema = property_schema(cls.__name__, wire_name(field))
-        strategy = _for_type(annotation, schema, nullable_any, omit)
-        if field.default is not attrs.NOTHING:
+        strategy = _for_type(annotation, schema, nullable_any, omit, full)
+        if field.default is not attrs.NOTHING and not full:
             strategy = st.none() | strategy
         kwargs[field.name] = strategy
     return st.builds(_constructor(cls), **kwargs)
@@ -608,11 +614,13 @@ def _tool(draw: Any, ids: _Ids, tag: str | None, parent: str | None) -> list[Any
             subagent_run_id=start_tag,
         )
     ]
+    # The fragments join into JSON text, as a call's arguments are (aguikit check: K008).
+    fragments = ([], ["{}"], ['{"q":', "1}"])[draw(st.integers(0, 2))]
     seq += [
         models.ToolCallArgsEvent(
-            tool_call_id=cid, delta="{}", subagent_run_id=_maybe_tag(draw, tag)
+            tool_call_id=cid, delta=fragment, subagent_run_id=_maybe_tag(draw, tag)
         )
-        for _ in range(draw(st.integers(0, 2)))
+        for fragment in fragments
     ]
     seq.append(models.ToolCallEndEvent(tool_call_id=cid, subagent_run_id=_maybe_tag(draw, tag)))
     if draw(st.booleans()):

@@ -175,7 +175,19 @@ def record_session(events: list[Any], **session_kwargs: Any) -> dict[str, Any]:
     }
 
 
-PROBLEM_KEYS: Final = ("kind", "code", "message", "event_index", "event_type", "pointer")
+PROBLEM_KEYS: Final = (
+    "rule",
+    "severity",
+    "kind",
+    "code",
+    "message",
+    "event",
+    "event_type",
+    "pointer",
+    "line",
+    "consequence_of",
+    "count",
+)
 """The problem keys recorded; keys the report gains later are not a change (absent = null)."""
 
 _PLACEHOLDER: Final = "<stream.jsonl>"
@@ -217,7 +229,7 @@ def record_cli(events: list[Any]) -> dict[str, Any] | None:
         path.write_text("".join(lines), encoding="ascii")
         check_code, check_out = _run_cli(["check", str(path), "--format", "json"], path)
         replay_code, replay_out = _run_cli(["replay", str(path)], path)
-    report = json.loads(check_out)
+    (report,) = json.loads(check_out)["sources"]  # report schema version 1
     return {
         "check": {
             "exit": check_code,
@@ -226,7 +238,8 @@ def record_cli(events: list[Any]) -> dict[str, Any] | None:
             # Zero counts are left out, so a new kind of problem with no instances here
             # is not a change.
             "counts": {kind: n for kind, n in report["counts"].items() if n},
-            "verification_stopped_at": report["verification_stopped_at"],
+            "stopped_at": report["stopped_at"],
+            "runs": report["runs"],
             "problems": [{k: p.get(k) for k in PROBLEM_KEYS} for p in report["problems"]],
         },
         "replay": {"exit": replay_code, "stdout": replay_out},

@@ -23,6 +23,7 @@ from tests.support import typed
 from aguikit import catalogue
 from aguikit.apply import Applier
 from aguikit.catalogue import RULES, RULES_BY_ID, Rule, Severity, Stage, find_rule, suggest_rule
+from aguikit.checker import check_bytes
 from aguikit.chunks import normalize_all
 from aguikit.cli import main
 from aguikit.errors import (
@@ -34,9 +35,11 @@ from aguikit.errors import (
     TransportError,
     UnknownEventTypeError,
 )
+from aguikit.proto import encode_message, iter_proto_wire
 from aguikit.server import RunWriter
 from aguikit.session import Session
-from aguikit.transport.jsonl import iter_jsonl
+from aguikit.transport.jsonl import encode_line, iter_jsonl
+from aguikit.transport.proto import looks_like_frames
 from aguikit.transport.sse import iter_events
 from aguikit.validate import validate_event
 
@@ -77,11 +80,19 @@ def _triggered(rule: Rule) -> set[str]:
         if rule.setting is not None:
             settings[rule.setting] = 3 if rule.setting == "max_depth" else 16
         data = rule.example_bytes
-        decode = iter_events if data.startswith(b"data:") else iter_jsonl
+        decode: Any = iter_events if data.startswith(b"data:") else iter_jsonl
+        if looks_like_frames(data):
+            decode = iter_proto_wire
         try:
             list(decode([data], **settings))
         except AguiError as error:
             note(error)
+    elif rule.stage is Stage.ENCODER:
+        for document in rule.example:
+            try:
+                encode_message(document)
+            except AguiError as error:
+                note(error)
     elif rule.stage is Stage.SCHEMA:
         for document in rule.example:
             try:
@@ -104,6 +115,12 @@ def _triggered(rule: Rule) -> set[str]:
         seen |= {catalogue.RULES_BY_SYMBOL[symbol].id for symbol in symbols}
     elif rule.stage is Stage.PRODUCER:
         seen |= _repaired(rule.example)
+    elif rule.stage is Stage.CHECKER:
+        if rule.example_bytes is not None:
+            data, name = rule.example_bytes, "example.sse" if rule.id == "AGUI-K004" else "example"
+        else:
+            data, name = b"".join(encode_line(d).encode() for d in rule.example), "example.jsonl"
+        seen |= {finding.rule for finding in check_bytes(data, name).findings}
     elif rule.stage is Stage.RECEIVER:
         session = Session()
         try:
@@ -137,7 +154,7 @@ def test_every_error_class_that_reports_a_rule_names_a_row() -> None:
 
 def test_ids_are_stable_in_form_and_symbols_are_kebab_case() -> None:
     """``AGUI-`` + a stage letter + three digits; symbols are what people grep for."""
-    assert [] == [r.id for r in RULES if not re.fullmatch(r"AGUI-[CDLPSTVW]\d{3}", r.id)]
+    assert [] == [r.id for r in RULES if not re.fullmatch(r"AGUI-[CDKLPSTVW]\d{3}", r.id)]
     assert [] == [r.symbol for r in RULES if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", r.symbol)]
     assert len(RULES) == len(RULES_BY_ID) == len(catalogue.RULES_BY_SYMBOL)
 

@@ -99,23 +99,29 @@ def test_check_reports_every_schema_error_with_index_and_type(tmp_path: Path) ->
     lines = result.stdout.splitlines()
 
     assert 1 == result.returncode
-    assert any("event 2 TEXT_MESSAGE_CONTENT: error type at /delta" in line for line in lines)
-    assert any("event 5 TOOL_CALL_ARGS: error required" in line for line in lines)
+    assert any("event 3 TEXT_MESSAGE_CONTENT: error type at /delta" in line for line in lines)
+    assert any("event 6 TOOL_CALL_ARGS: error required" in line for line in lines)
     assert "2 schema errors" in lines[-1] or "2 schema errors" in result.stdout
 
 
-def test_check_stops_verifying_at_the_first_protocol_error(tmp_path: Path) -> None:
-    """The first ordering error is reported with its rule id; later events are only validated."""
+def test_check_goes_on_verifying_after_a_protocol_error(tmp_path: Path) -> None:
+    """
+    The ordering error is reported with its rule id; the failing event is treated as not
+    delivered and every later event is verified too, so a second error is found.
+    """
     bad = [GOOD[0], {"type": "TEXT_MESSAGE_CONTENT", "messageId": "nope", "delta": "x"}, *GOOD[1:]]
+    bad.insert(5, {"type": "TOOL_CALL_END", "toolCallId": "never"})
     bad.append({"type": "TEXT_MESSAGE_END"})
 
     result = run("check", str(write_sse(tmp_path / "bad.sse", bad)))
 
     assert 1 == result.returncode
-    assert "event 1 TEXT_MESSAGE_CONTENT: error AGUI-" in result.stdout
-    assert "1 protocol errors" in result.stdout
+    assert "event 2 TEXT_MESSAGE_CONTENT: error AGUI-V012" in result.stdout
+    assert "event 6 TOOL_CALL_END: error AGUI-V014" in result.stdout
+    assert "(may be a consequence of the error at event 2)" in result.stdout
+    assert "2 protocol errors" in result.stdout
     assert "1 schema errors" in result.stdout
-    assert "verification stopped at event 1" in result.stdout
+    assert "verification stopped" not in result.stdout
 
 
 def test_check_reports_a_truncated_stream(tmp_path: Path) -> None:
@@ -145,12 +151,20 @@ def test_check_json_format_is_machine_readable(tmp_path: Path) -> None:
 
     result = run("check", "--format", "json", str(write_jsonl(tmp_path / "b.jsonl", bad)))
     document = json.loads(result.stdout)
+    (source,) = document["sources"]
 
     assert 1 == result.returncode
-    assert (False, 9, 1) == (document["ok"], document["events"], document["counts"]["schema"])
-    assert {"kind": "schema", "event_index": 2, "event_type": "TEXT_MESSAGE_CONTENT"}.items() <= (
-        document["problems"][0].items()
-    )
+    assert (1, False, 1) == (document["schema_version"], document["ok"], document["exit"])
+    assert (False, 9, 1) == (source["ok"], source["events"], source["counts"]["schema"])
+    assert {
+        "kind": "schema",
+        "rule": "AGUI-S001",
+        "severity": "error",
+        "event": 3,
+        "line": 3,
+        "event_type": "TEXT_MESSAGE_CONTENT",
+        "pointer": "/delta",
+    }.items() <= source["problems"][0].items()
 
 
 def test_receiver_warnings_only_fail_with_strict(tmp_path: Path) -> None:
@@ -332,7 +346,8 @@ def test_a_report_quoting_lone_surrogates_is_written_not_crashed(tmp_path: Path,
     assert 1 == result.returncode
     assert "Traceback" not in result.stderr, result.stderr
     if fmt == "json":
-        assert any("ud800" in p["message"] for p in json.loads(result.stdout)["problems"])
+        (source,) = json.loads(result.stdout)["sources"]
+        assert any("ud800" in p["message"] for p in source["problems"])
     else:
         assert "TEXT_MESSAGE_STAR\\ud800T" in result.stdout
     replay = run("replay", str(path))

@@ -7,13 +7,16 @@ Codegen regenerates a copy of the package from it; in a fresh interpreter on tha
 
 * until their rows exist, the verifier's table, the chunk normalizer and the applier each
   refuse to import, naming the new event;
+* codegen refuses to run until ``schema/proto-ledger.txt`` numbers every new protobuf slot
+  (the binary transport's field numbers are append-only), naming each;
 * with one verifier row and one ``STAND_ASIDE`` declaration, the new class is exported by
   ``aguikit.models``, validates, parses, round-trips, is checked in a stream, and the
   shared hypothesis strategies generate valid documents of it; the new field does the same
   on ``RUN_STARTED``.
 
-The files edited by hand are counted: the README's claim ("a schema change, one command,
-one row") is what this test holds, with at most 4 files for an event and 2 for a field.
+The files edited by hand are counted: the README's claim ("a schema change, its ledger
+numbers, one command, one row") is what this test holds, with at most 4 files for an event
+and 2 for a field.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("datamodel_code_generator", reason="the drill regenerates the models")
+pytest.importorskip("grpc_tools", reason="the drill regenerates the protobuf messages")
 
 REPO = Path(__file__).resolve().parent.parent
 GENERATE = REPO / "codegen" / "generate.py"
@@ -58,6 +62,8 @@ PROGRESS = {
     "required": ["type", "toolCallId", "progress"],
     "unevaluatedProperties": False,
 }
+EVENT_SLOTS = ("base_event", "subagent_run_id", "tool_call_id", "progress")
+"""The protobuf fields of ``ToolCallProgressEvent``, as codegen names them."""
 REGION = {"type": "string", "description": "Where the run executes, for data residency."}
 
 ROW = """    Row(
@@ -110,6 +116,23 @@ class Drill:
         assert old in text, f"{name} no longer has {old!r}: update the drill"
         path.write_text(text.replace(old, new, 1), encoding="utf-8")
         self.hand_edited[change].add(f"src/aguikit/{name}")
+
+    def number(self, change: str, keys: list[str]) -> None:
+        """Append each ledger key with the next free number of its message or enum."""
+        path = self.schema / "proto-ledger.txt"
+        text = path.read_text(encoding="utf-8")
+        taken: dict[str, list[int]] = {}
+        for line in text.splitlines():
+            if line.strip() and not line.startswith("#"):
+                key, _, rest = line.partition("=")
+                taken.setdefault(key.strip().rpartition(".")[0], []).append(int(rest.split()[0]))
+        for key in keys:
+            scope = key.rpartition(".")[0]
+            number = max(taken.get(scope, [0])) + 1
+            taken.setdefault(scope, []).append(number)
+            text += f"{key} = {number}\n"
+        path.write_text(text, encoding="utf-8")
+        self.hand_edited[change].add("schema/proto-ledger.txt")
 
     def codegen(self) -> subprocess.CompletedProcess[str]:
         """The one command: regenerate the package copy from the schema copy."""
@@ -223,6 +246,15 @@ def test_one_event_and_one_field_take_a_schema_edit_one_command_and_one_row_each
     drill.edit_json("event", "tools.json", _add_event)
     drill.edit_json("field", "lifecycle.json", _add_field)
 
+    unnumbered = drill.codegen()
+
+    # The binary transport's numbers are never derived: codegen names each missing one.
+    assert 0 != unnumbered.returncode
+    assert "EventType.TOOL_CALL_PROGRESS has no number" in unnumbered.stderr, unnumbered.stderr
+    assert "RunStartedEvent.region has no number" in unnumbered.stderr, unnumbered.stderr
+    drill.number("event", [f"ToolCallProgressEvent.{name}" for name in EVENT_SLOTS])
+    drill.number("event", ["EventType.TOOL_CALL_PROGRESS", "Event.event.tool_call_progress"])
+    drill.number("field", ["RunStartedEvent.region"])
     generated = drill.codegen()
 
     assert 0 == generated.returncode, generated.stdout + generated.stderr
@@ -263,10 +295,13 @@ def test_one_event_and_one_field_take_a_schema_edit_one_command_and_one_row_each
 
     assert "event ok" in event.stdout, event.stderr
     assert "field ok" in field.stdout, field.stderr
-    assert {"schema/tools.json", "src/aguikit/rules.py", "src/aguikit/_dispatch.py"} == (
-        drill.hand_edited["event"]
-    )
-    assert {"schema/lifecycle.json"} == drill.hand_edited["field"]
+    assert {
+        "schema/tools.json",
+        "schema/proto-ledger.txt",
+        "src/aguikit/rules.py",
+        "src/aguikit/_dispatch.py",
+    } == drill.hand_edited["event"]
+    assert {"schema/lifecycle.json", "schema/proto-ledger.txt"} == drill.hand_edited["field"]
     assert len(drill.hand_edited["event"]) <= 4
     assert len(drill.hand_edited["field"]) <= 2
 

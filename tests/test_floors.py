@@ -35,6 +35,7 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit._generated": 4,
     "aguikit._generated.models": 4,
     "aguikit._generated.registry": 4,
+    "aguikit._generated.agui_pb2": 4,
     "aguikit._generated.exports": 4,
     "aguikit.models": 4,
     "aguikit._dispatch": 5,
@@ -54,6 +55,8 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.transport.sse": 15,
     "aguikit.transport.jsonl": 15,
     "aguikit.transport.http": 15,
+    "aguikit.transport.proto": 15,
+    "aguikit.proto": 15,
     "aguikit.encode": 16,
     # the top: the HTTP client, the reference renderer, the command line
     "aguikit.client": 17,
@@ -64,6 +67,8 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.server.eventlog": 17,
     "aguikit.server.redis_log": 17,
     "aguikit.reference": 18,
+    "aguikit.checker": 18,
+    "aguikit.report": 18,
     "aguikit.cli": 19,
     "aguikit.__main__": 20,
 }

@@ -68,13 +68,24 @@ def judge_output(code: int, out: str, err: str, fmt: str) -> None:
     assert "Traceback" not in err, err[-2000:]
     if code == 2:
         assert err.startswith("aguikit: "), err[:500]
-        return
-    if fmt == "json":
+        if fmt != "json":
+            return
+    if fmt == "json":  # one document, even for unreadable input (report schema version 1)
         document = json.loads(out)
         assert (code == 0) == document["ok"]
-        for problem in document["problems"]:
-            assert problem["kind"] in ("schema", "protocol", "patch", "decode", "warning")
-            assert problem["code"] and problem["message"]
+        assert code == document["exit"]
+        for source in document["sources"]:
+            for problem in source["problems"]:
+                assert problem["kind"] in (
+                    "schema",
+                    "protocol",
+                    "patch",
+                    "decode",
+                    "transport",
+                    "warning",
+                    "info",
+                )
+                assert problem["code"] and problem["message"] and problem["rule"]
     else:
         assert (": OK:" in out) == (code == 0), out[-500:]
 

@@ -22,6 +22,7 @@ from aguikit.errors import (
     TruncatedStreamError,
 )
 from aguikit.transport.sse import encode_bytes
+from aguikit.wire import to_wire
 
 GOOD = [
     support.run_started(),
@@ -120,6 +121,31 @@ def test_wrong_content_type_raises_content_type_error(server: RecordingServer) -
         list(AgentClient(url).run_sync(INPUT))
 
     assert "text/html; charset=utf-8" == info.value.content_type
+
+
+def test_a_checker_sees_the_answer_and_may_read_a_mislabelled_body(
+    server: RecordingServer,
+) -> None:
+    """``on_response`` gets status and headers; ``require_event_stream=False`` reads on."""
+    from aguikit.transport.http import apost_stream, post_stream
+
+    url = server.add("/agent", Route([support.sse_bytes(GOOD)], content_type="text/plain"))
+    seen: list[tuple[int, str | None]] = []
+
+    def hook(status: int, headers: Any) -> None:
+        seen.append((status, headers.get("content-type")))
+
+    wire = to_wire(INPUT)
+    body = b"".join(post_stream(url, wire, on_response=hook, require_event_stream=False))
+
+    async def collect() -> bytes:
+        chunks = apost_stream(url, wire, on_response=hook, require_event_stream=False)
+        return b"".join([chunk async for chunk in chunks])
+
+    assert support.sse_bytes(GOOD) == body == asyncio.run(collect())
+    assert [(200, "text/plain"), (200, "text/plain")] == seen
+    with pytest.raises(ContentTypeError):
+        list(post_stream(url, wire))
 
 
 def test_content_type_parameters_are_accepted(server: RecordingServer) -> None:

@@ -28,6 +28,7 @@ from tests.servers import free_port, serve_asgi, wait_listening
 
 from aguikit import Agent, AgentClient, Session
 from aguikit.errors import TruncatedStreamError
+from aguikit.proto import MEDIA_TYPE, encode_proto_frame
 from aguikit.server.eventlog import MemoryEventLog
 from aguikit.transport.sse import iter_frames
 from aguikit.wire import to_wire
@@ -352,3 +353,66 @@ def test_two_workers_one_redis_cut_at_random_points_every_run_equals_the_uninter
     )
     assert transport.cuts >= RUNS
     assert equal == RUNS
+
+
+_PARTIAL = [
+    {"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+    {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+]
+_REST = [
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "hi"},
+    {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+    {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+]
+
+
+def _sse(events: list[dict[str, Any]], first: int) -> bytes:
+    return b"".join(
+        f"id: {n}\ndata: {json.dumps(e)}\n\n".encode() for n, e in enumerate(events, first)
+    )
+
+
+def test_a_binary_client_resumes_an_sse_answer_asking_for_sse_only() -> None:
+    """binary=True prefers protobuf on the first request; the reconnect asks for SSE alone."""
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        body = _sse(_PARTIAL, 1) if len(seen) == 1 else _sse(_REST, 3)
+        return httpx.Response(200, headers={"Content-Type": "text/event-stream"}, content=body)
+
+    client = AgentClient(
+        "http://agent.test/", binary=True, transport=httpx.MockTransport(answer), backoff=0.001
+    )
+    list(client.run_sync(BODY))
+    assert [m.content for m in client.messages] == ["hi"]
+    assert "application/vnd.ag-ui.event+proto" in seen[0].headers["accept"]
+    assert "last-event-id" not in seen[0].headers
+    assert seen[1].headers["accept"] == "text/event-stream"
+    assert seen[1].headers["last-event-id"] == "2"
+
+
+def test_a_protobuf_answer_is_never_reconnected() -> None:
+    """No frame ids, no resume: a cut protobuf answer is truncated, even if declared resumable."""
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        headers = {"Content-Type": MEDIA_TYPE, "X-AGUI-Resume": "last-event-id"}
+        body = b"".join(encode_proto_frame(e) for e in _PARTIAL)
+        return httpx.Response(200, headers=headers, content=body)
+
+    transport = httpx.MockTransport(answer)
+    client = AgentClient("http://agent.test/", binary=True, transport=transport, backoff=0.001)
+    with pytest.raises(TruncatedStreamError):
+        list(client.run_sync(BODY))
+    assert len(seen) == 1
+    aclient = AgentClient("http://agent.test/", binary=True, async_transport=transport)
+
+    async def run() -> None:
+        async for _ in aclient.run(BODY):
+            pass
+
+    with pytest.raises(TruncatedStreamError):
+        asyncio.run(run())
+    assert len(seen) == 2

@@ -85,20 +85,60 @@ def test_negotiation_prefers_quality_then_order() -> None:
     assert "text/event-stream" == negotiate(None)
     assert "text/event-stream" == negotiate("*/*")
     assert "application/jsonl" == negotiate("application/jsonl, text/event-stream;q=0.5")
-    assert "text/event-stream" == negotiate("application/vnd.ag-ui.event+proto, text/event-stream")
-    assert negotiate("application/vnd.ag-ui.event+proto") is None
+    assert "application/vnd.ag-ui.event+proto" == negotiate(
+        "application/vnd.ag-ui.event+proto, text/event-stream"
+    )
+    assert "text/event-stream" == negotiate(
+        "application/vnd.ag-ui.event+proto;q=0.5, text/event-stream"
+    )
+    assert "application/vnd.ag-ui.event+proto" == negotiate("application/vnd.ag-ui.event+proto")
+    assert negotiate("application/xml") is None
     assert negotiate("text/event-stream;q=0") is None
 
 
-def test_the_protobuf_media_type_alone_is_406() -> None:
-    """Left for its own issue; a client that accepts only it is told so."""
+def test_a_client_preferring_protobuf_gets_the_same_run_as_length_prefixed_frames() -> None:
+    """The binary transport (issue 14) is negotiated like the others: same events, other bytes."""
+    from aguikit.proto import iter_proto_wire
+
     with serve_asgi(create_app(greet)) as url:
-        response = httpx.post(
+        binary = httpx.post(
             url + "/", json=BODY, headers={"Accept": "application/vnd.ag-ui.event+proto"}
         )
+        text = httpx.post(url + "/", json=BODY, headers={"Accept": "text/event-stream"})
+
+    assert 200 == binary.status_code
+    assert "application/vnd.ag-ui.event+proto" == binary.headers["content-type"]
+
+    def shape(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        # The writer mints fresh message and tool-call ids per run; the rest must be equal.
+        return [{k: v for k, v in e.items() if not k.endswith("Id")} for e in events]
+
+    assert shape(list(iter_events([text.content]))) == shape(
+        list(iter_proto_wire([binary.content]))
+    )
+
+
+def test_agent_client_asking_for_binary_folds_the_protobuf_answer() -> None:
+    """``AgentClient(binary=True)`` and the server agree on the binary transport end to end."""
+    with serve_asgi(create_app(greet)) as url:
+        sse_client = AgentClient(url + "/")
+        list(sse_client.run_sync(BODY))
+        binary_client = AgentClient(url + "/", binary=True)
+        list(binary_client.run_sync(BODY))
+
+    assert [(m.role, m.content) for m in sse_client.messages] == [
+        (m.role, m.content) for m in binary_client.messages
+    ]
+    assert sse_client.state == binary_client.state
+
+
+def test_nothing_acceptable_is_406() -> None:
+    """A client that accepts no framing the endpoint writes is told so."""
+    with serve_asgi(create_app(greet)) as url:
+        response = httpx.post(url + "/", json=BODY, headers={"Accept": "application/xml"})
 
     assert 406 == response.status_code
-    assert "application/vnd.ag-ui.event+proto" in response.json()["detail"]
+    assert "application/xml" in response.json()["detail"]
 
 
 def test_an_invalid_body_is_422_listing_each_problem_with_its_pointer() -> None:

@@ -192,3 +192,71 @@ def test_a_newer_producer_version_is_served_with_a_warning() -> None:
 
     assert "protocol-version-newer" == session.warnings[0].code
     assert "1.1" in session.warnings[0].message
+
+
+def test_each_runs_outcome_is_recorded_finished_error_interrupted_cancelled() -> None:
+    """``runs`` tells a failed run from a finished one without re-reading the stream."""
+    interrupt = {"id": "i1", "reason": "approval"}
+    session = Session()
+    session.feed_all(
+        [
+            START,
+            FINISH,
+            {**START, "runId": "r2"},
+            {"type": "RUN_ERROR", "message": "boom", "code": "E42"},
+            {**START, "runId": "r3"},
+            {**FINISH, "runId": "r3", "outcome": {"type": "interrupt", "interrupts": [interrupt]}},
+            {**START, "runId": "r4"},
+            {**FINISH, "runId": "r4", "outcome": {"type": "cancelled"}},
+            {**START, "runId": "r5"},
+        ]
+    )
+    runs = session.runs
+
+    assert ["finished", "error", "interrupted", "cancelled", "running"] == [r.status for r in runs]
+    assert ["r", "r2", "r3", "r4", "r5"] == [r.run_id for r in runs]
+    assert ("boom", "E42", 2, 3) == (
+        runs[1].message,
+        runs[1].code,
+        runs[1].started_at,
+        runs[1].ended_at,
+    )
+    assert ["i1"] == [i.id for i in runs[2].interrupts]
+
+
+def test_a_run_error_before_any_run_started_is_a_run_of_its_own() -> None:
+    """The protocol allows a run to fail before it began (AGUI-V001's exception)."""
+    session = Session()
+    session.feed({"type": "RUN_ERROR", "message": "no credits"})
+
+    assert [(None, "error", "no credits")] == [
+        (r.run_id, r.status, r.message) for r in session.runs
+    ]
+
+
+def test_by_default_a_protocol_error_is_kept_and_raised_again() -> None:
+    """Library consumers keep the old contract: a broken stream stays broken."""
+    session = Session()
+    session.feed(START)
+    with pytest.raises(ProtocolError):
+        session.feed({"type": "TEXT_MESSAGE_CONTENT", "messageId": "x", "delta": "d"})
+    with pytest.raises(ProtocolError):
+        session.feed(FINISH)
+
+
+def test_a_recovering_session_skips_the_failing_input_and_judges_the_next() -> None:
+    """``recover=True``: every violation is reported, the state is as if it never came."""
+    session = Session(recover=True)
+    session.feed(START)
+    with pytest.raises(ProtocolError) as first:
+        session.feed({"type": "TEXT_MESSAGE_CONTENT", "messageId": "x", "delta": "d"})
+    session.feed_all(text_message("m1", "ok"))
+    with pytest.raises(ProtocolError) as second:
+        session.feed({"type": "TOOL_CALL_END", "toolCallId": "c9"})
+    session.feed(FINISH)
+    session.finish()
+
+    assert (1, 5) == (first.value.event_index, second.value.event_index)
+    assert ["ok"] == [m.content for m in session.messages]
+    assert session.error is None
+    assert ["finished"] == [r.status for r in session.runs]

@@ -450,3 +450,38 @@ def test_arbitrary_bytes_raise_only_decode_errors(data: bytes, cut: int) -> None
             assert isinstance(event, dict)
     except DecodeError:
         pass
+
+
+@pytest.mark.parametrize("digits", [19, 5000, 100_000])
+def test_a_retry_field_thousands_of_digits_long_is_clamped_not_a_value_error(digits: int) -> None:
+    """Any run of ASCII digits is a valid ``retry``; Python's 4300-digit limit is not the
+    stream's: the frame is kept, the value clamped, and later offsets stay right."""
+    from aguikit.transport.sse import MAX_RETRY
+
+    data = b"retry: " + b"9" * digits + b'\ndata: {"a":1}\n\ndata: {"b":2}\n\n'
+
+    frames = list(iter_frames([data]))
+
+    assert [MAX_RETRY, None] == [f.retry for f in frames]
+    assert [1, 2] == [f.number for f in frames]
+    assert data.index(b'data: {"b"') == frames[1].byte_offset
+
+
+def test_a_retry_with_leading_zeros_is_its_value() -> None:
+    """``retry: 000…0005`` is 5, however many zeros lead."""
+    frames = list(iter_frames([b"retry: " + b"0" * 5000 + b"5\ndata: x\n\n"]))
+
+    assert 5 == frames[0].retry
+
+
+def test_no_field_value_escapes_the_decoder_as_a_bare_python_error() -> None:
+    """Whatever a field holds, the decoder raises located aguikit errors or nothing."""
+    from aguikit.errors import AguiError
+
+    values = [b"9" * 10_000, b"\xff\xfe", b"\x00", b"-1", b"1e9", "٣".encode(), b" " * 100]
+    for name in (b"data", b"event", b"id", b"retry", b"x"):
+        for value in values:
+            try:
+                list(iter_frames([name + b": " + value + b"\n\n"]))
+            except AguiError as error:
+                assert error.byte_offset is not None

@@ -14,7 +14,9 @@ The house, one floor per stage, each importing only the floors below it
 ``verify``              ordering and attribution rules, declared as data in ``rules``
 ``apply``               events folded into messages, state, activities, subagents
 ``session``             all of the above for one consumer: ``Update`` per event
-``encode``, ``transport``   events as SSE and JSONL bytes; bytes ⇄ wire dicts; HTTP fetch
+``encode``, ``transport``   events as SSE, JSONL and protobuf bytes; bytes ⇄ wire dicts
+                        (or frames); the HTTP fetch
+``proto``               events ⇄ ``ag_ui.Event`` protobuf messages, as ``@ag-ui/proto``
 ``client``, ``agent``   :class:`AgentClient`, over HTTP; :class:`Agent`, a conversation
 ``cli``, ``reference``  the ``aguikit`` command and the rendered rule reference
 
@@ -32,6 +34,7 @@ from .errors import (
     AguiError,
     ContentTypeError,
     DecodeError,
+    EncodeError,
     HTTPStatusError,
     LimitExceededError,
     PatchError,
@@ -53,9 +56,10 @@ if TYPE_CHECKING:
     from .changes import Changed
     from .chunks import ChunkNormalizer, normalize_all
     from .client import AgentClient
-    from .encode import dumps_event, loads_event
+    from .encode import dumps_event, encode_proto, loads_event
     from .models import Event, EventType, Message, RunAgentInput
-    from .session import Session, SessionWarning, Update
+    from .proto import iter_proto
+    from .session import RunOutcome, Session, SessionWarning, Update
     from .validate import is_valid, iter_schema_errors, validate_event
     from .verify import Verifier, verify_all
     from .wire import (
@@ -81,12 +85,15 @@ _LAZY: Final[dict[str, str]] = {
     "normalize_all": ".chunks",
     "AgentClient": ".client",
     "dumps_event": ".encode",
+    "encode_proto": ".encode",
+    "iter_proto": ".proto",
     "loads_event": ".encode",
     "Event": ".models",
     "EventType": ".models",
     "Message": ".models",
     "RunAgentInput": ".models",
     "Session": ".session",
+    "RunOutcome": ".session",
     "SessionWarning": ".session",
     "Update": ".session",
     "is_valid": ".validate",
@@ -132,6 +139,7 @@ __all__ = [
     "ChunkNormalizer",
     "ContentTypeError",
     "DecodeError",
+    "EncodeError",
     "Event",
     "EventType",
     "HTTPStatusError",
@@ -140,6 +148,7 @@ __all__ = [
     "PatchError",
     "ProtocolError",
     "RunAgentInput",
+    "RunOutcome",
     "SchemaIssue",
     "SchemaValidationError",
     "Session",
@@ -155,7 +164,9 @@ __all__ = [
     "compact_events",
     "converter",
     "dumps_event",
+    "encode_proto",
     "is_valid",
+    "iter_proto",
     "iter_schema_errors",
     "loads_event",
     "normalize_all",

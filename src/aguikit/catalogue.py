@@ -19,6 +19,8 @@ W      receiver / applier    something a tolerant receiver accepted instead of f
 C      chunk normalizer      a ``*_CHUNK`` event that cannot be expanded
 V      verifier (and engine) an ordering or attribution rule of the protocol
 P      applier               an RFC 6902 patch that does not apply
+K      checker               what ``aguikit check`` looks at beyond the pipeline: input
+                             shape, runs that failed, lint, a live endpoint's timing
 ====== ===================== ==========================================================
 
 Ids are stable: a rule may be reworded, never renumbered.  Each row also has a readable
@@ -80,7 +82,9 @@ class Stage(enum.StrEnum):
     NORMALIZER = "normalizer"
     VERIFIER = "verifier"
     APPLIER = "applier"
+    ENCODER = "encoder"
     PRODUCER = "producer"
+    CHECKER = "checker"
 
 
 _SPEC: Final = "/spec/1.1/events"
@@ -890,6 +894,27 @@ RULES: Final[tuple[Rule, ...]] = (
         example_bytes=b'data: {}\n\ndata: {"type":',
         stage=Stage.DECODER,
     ),
+    Rule(
+        "AGUI-D005",
+        "invalid-protobuf",
+        "Each length-prefixed frame holds one ag_ui.Event protobuf message naming exactly one "
+        "event this version knows",
+        "AG-UI binary transport (application/vnd.ag-ui.event+proto); @ag-ui/proto",
+        "not a valid AG-UI protobuf event: {detail}",
+        (),
+        example_bytes=b"\x00\x00\x00\x02\x0a\x05",
+        stage=Stage.DECODER,
+    ),
+    Rule(
+        "AGUI-D006",
+        "thinking-not-encodable",
+        "The binary transport carries no THINKING_* event (the official encoding has no slot "
+        "for them); send the REASONING_* event they translate to",
+        "@ag-ui/proto 1.0.0; docs/protobuf.md",
+        "{event_type} has no protobuf encoding; send {replacement} instead",
+        ({"type": "THINKING_START"},),
+        stage=Stage.ENCODER,
+    ),
     # -- limits ---------------------------------------------------------------------------
     Rule(
         "AGUI-L001",
@@ -927,6 +952,18 @@ RULES: Final[tuple[Rule, ...]] = (
         setting="max_depth",
         stage=Stage.DECODER,
     ),
+    Rule(
+        "AGUI-L004",
+        "message-too-large",
+        "A protobuf event frame is at most max_message_bytes long (a configured safety limit, "
+        "16 MiB by default; see docs/limits.md)",
+        "aguikit: memory stays bounded whatever length a prefix announces",
+        "frame {frame} announces {size} bytes (limit max_message_bytes={limit})",
+        (),
+        example_bytes=b"\x00\x00\x01\x00" + b"\x0a" * 8,
+        setting="max_message_bytes",
+        stage=Stage.DECODER,
+    ),
     # -- HTTP -----------------------------------------------------------------------------
     Rule(
         "AGUI-T001",
@@ -955,6 +992,130 @@ RULES: Final[tuple[Rule, ...]] = (
         (),
         stage=Stage.TRANSPORT,
     ),
+    # -- the checker (aguikit check only) -------------------------------------------------
+    Rule(
+        "AGUI-K001",
+        "tool-result-unknown-call",
+        "A TOOL_CALL_RESULT answers a tool call this conversation started: in the stream, "
+        "the request's messages or a MESSAGES_SNAPSHOT",
+        "spec concepts/tools (a result answers a call); ag-ui-validate AGUI207",
+        "TOOL_CALL_RESULT for tool call '{entity_id}', which was never started",
+        (
+            _rs(),
+            {"type": "TOOL_CALL_RESULT", "messageId": "t1", "toolCallId": "ghost", "content": "x"},
+            _rf(),
+        ),
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-K002",
+        "unknown-parent-message",
+        "A TOOL_CALL_START's parentMessageId names a message the stream or request has",
+        "spec concepts/tools (parentMessageId); ag-ui-validate AGUI208",
+        "TOOL_CALL_START '{entity_id}' names parentMessageId '{parent}', a message the "
+        "stream never mentions; the call is shown on a message of its own",
+        (_rs(), {**_cs(), "parentMessageId": "nowhere"}, _ce(), _rf()),
+        severity=Severity.INFO,
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-K003",
+        "empty-delta",
+        "A content or arguments event carries a non-empty delta; an empty one is noise",
+        "spec concepts/events (deltas are fragments of content); ag-ui-validate AGUI105",
+        "{event_type} for '{entity_id}' has an empty delta",
+        (_rs(), _ts(), _tc(delta=""), _te(), _rf()),
+        severity=Severity.WARNING,
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-K004",
+        "json-lines-in-sse",
+        "An SSE source writes each event as a 'data:' line followed by a blank line",
+        "WHATWG event-stream; ag-ui-validate AGUI501",
+        "line {line} is a bare JSON document, which an event stream ignores as an unknown "
+        "field; hint: write each event as 'data: {{...}}' and a blank line, or name the "
+        "file .jsonl",
+        (),
+        example_bytes=b'{"type":"RUN_STARTED","threadId":"t1","runId":"r1"}\n',
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-K005",
+        "json-document-input",
+        "A recording is JSONL or SSE; a JSON array or one pretty-printed document is read as "
+        "a list of events, with this note",
+        "aguikit: recordings saved from a debugger or an HTTP client",
+        "read as {what} holding {count} events, not as JSONL (one event per line)",
+        (),
+        example_bytes=b'[\n  {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},\n'
+        b'  {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}\n]\n',
+        severity=Severity.INFO,
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-K006",
+        "binary-input",
+        "A recording is text (UTF-8): SSE or JSON; or protobuf frames, read by content",
+        "WHATWG event-stream (UTF-8); RFC 8259",
+        "not text: {detail}; is this a compressed or binary file?",
+        (),
+        example_bytes=b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03",
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-K007",
+        "run-failed",
+        "A run that ends with RUN_ERROR is valid protocol but a failed run; reported per run "
+        "(``--fail-on-run-error`` makes it fail the check)",
+        "spec concepts/events (RUN_ERROR)",
+        "run {run} ('{entity_id}') ended with RUN_ERROR: {message}{code}",
+        (_rs(), {"type": "RUN_ERROR", "message": "boom", "code": "E1"}),
+        severity=Severity.INFO,
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-K008",
+        "tool-args-not-json",
+        "A tool call's TOOL_CALL_ARGS deltas, joined, are one JSON document: the call's arguments",
+        "spec concepts/tools (ToolCall.function.arguments is JSON text); ag-ui-validate AGUI204",
+        "the arguments of tool call '{entity_id}' are not JSON: {detail}",
+        (_rs(), _cs(), _ca(delta='{"city":'), _ca(delta="oops}"), _ce(), _rf()),
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-T004",
+        "slow-first-event",
+        "A live agent sends its first event within 10 seconds of the request",
+        "aguikit: a UI shows nothing until then; ag-ui-validate's transport rules",
+        "the first event arrived {seconds:.1f} s after the request (threshold {limit:g} s)",
+        (),
+        severity=Severity.WARNING,
+        stage=Stage.TRANSPORT,
+    ),
+    Rule(
+        "AGUI-T005",
+        "silent-gap",
+        "A live stream is never silent for more than 15 seconds: an agent that is working "
+        "sends a keep-alive comment, or a proxy may cut the connection",
+        "WHATWG event-stream (comments as keep-alives); ag-ui-validate AGUI506",
+        "no byte arrived for {seconds:.1f} s before event {event} (threshold {limit:g} s)",
+        (),
+        severity=Severity.WARNING,
+        stage=Stage.TRANSPORT,
+    ),
+    Rule(
+        "AGUI-T006",
+        "buffered-delivery",
+        "A live stream arrives as it is produced; 20 or more events in one read after 2 "
+        "seconds of silence look buffered by a proxy (disable buffering: "
+        "'X-Accel-Buffering: no', no compression of text/event-stream)",
+        "aguikit: streaming is the point of SSE; ag-ui-validate AGUI507",
+        "{count} events arrived in one read after {seconds:.1f} s of silence",
+        (),
+        severity=Severity.WARNING,
+        stage=Stage.TRANSPORT,
+    ),
 )
 """Every rule, in catalogue order: the verifier's first, then the other stages'."""
 
@@ -966,7 +1127,7 @@ class CatalogueError(Exception):
 RULES_BY_ID: Final[Mapping[str, Rule]] = MappingProxyType({rule.id: rule for rule in RULES})
 RULES_BY_SYMBOL: Final[Mapping[str, Rule]] = MappingProxyType({rule.symbol: rule for rule in RULES})
 
-_ID: Final = re.compile(r"^AGUI-[CDLPSTVW]\d{3}$")
+_ID: Final = re.compile(r"^AGUI-[CDKLPSTVW]\d{3}$")
 _FIELD: Final = re.compile(r"\{([a-z_]+)\}")
 
 
@@ -993,7 +1154,14 @@ _check_catalogue()
 
 
 DECODE_RULES: Final[Mapping[str, str]] = MappingProxyType(
-    {"utf8": "AGUI-D001", "json": "AGUI-D002", "object": "AGUI-D003", "truncated": "AGUI-D004"}
+    {
+        "utf8": "AGUI-D001",
+        "json": "AGUI-D002",
+        "object": "AGUI-D003",
+        "truncated": "AGUI-D004",
+        "protobuf": "AGUI-D005",
+        "thinking": "AGUI-D006",
+    }
 )
 """The decoder's rules, by what went wrong."""
 
@@ -1002,6 +1170,7 @@ LIMIT_RULES: Final[Mapping[str, str]] = MappingProxyType(
         "max_frame_bytes": "AGUI-L001",
         "max_line_bytes": "AGUI-L002",
         "max_depth": "AGUI-L003",
+        "max_message_bytes": "AGUI-L004",
         "max_open_entities": "AGUI-V093",
     }
 )

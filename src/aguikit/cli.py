@@ -7,7 +7,8 @@ conversation does it produce?*  ``aguikit check`` answers the first - every sche
 violation, the first ordering error, every patch that does not apply, one line each with
 the rule id or schema keyword, the event index and type - and exits 0, 1 or 2 so CI can
 gate on it.  ``aguikit replay`` answers the second.  ``aguikit demo`` shows both on a
-bundled stream, ``aguikit rules`` and ``aguikit schema`` print the reference material.
+bundled stream, ``aguikit convert`` re-encodes a stream as SSE, JSONL or protobuf, and
+``aguikit rules`` and ``aguikit schema`` print the reference material.
 
 This module is a thin shell on the top floor: reading sources, printing and exit codes
 live here; every judgement is the library's.  Each event goes through one
@@ -28,33 +29,36 @@ import contextlib
 import difflib
 import gc
 import json
-import os
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterable, Iterator
-from importlib import resources
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from importlib import metadata, resources
 from pathlib import Path
-from typing import IO, Any, Final, TextIO
+from typing import Any, Final, TextIO
 
-import attrs
-
-from .catalogue import RULES_BY_SYMBOL, find_rule, suggest_rule
-from .errors import (
-    AguiError,
-    DecodeError,
-    PatchError,
-    ProtocolError,
-    SchemaValidationError,
-    TransportError,
-    UnknownEventTypeError,
-    WireFormatError,
+from ._generated.registry import UNIONS
+from .catalogue import Severity, find_rule, suggest_rule
+from .checker import (
+    BUFFER_EVENTS,
+    BUFFER_SILENCE_SECONDS,
+    DEFAULT_MAX_ERRORS,
+    FIRST_EVENT_SECONDS,
+    SILENT_GAP_SECONDS,
+    CheckConfig,
+    SourceReport,
+    Unreadable,
+    check_bytes,
+    check_source,
+    expand_sources,
+    load_config,
+    open_events,
 )
+from .errors import AguiError, TransportError
+from .limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH, MAX_LINE_BYTES
 from .reference import render_markdown, render_rule, render_text
+from .report import Style, render
 from .session import Session
-from .transport.jsonl import iter_jsonl
-from .transport.sse import iter_events
-from .validate import is_valid, iter_schema_errors
 from .wire import to_wire
 
 __all__ = ["main"]
@@ -63,52 +67,12 @@ EXIT_OK: Final = 0
 EXIT_PROBLEMS: Final = 1
 EXIT_UNREADABLE: Final = 2
 
-_BLOCK: Final = 64 * 1024
-_SSE_SUFFIXES: Final = frozenset({".sse", ".txt", ".eventstream"})
-_JSONL_SUFFIXES: Final = frozenset({".jsonl", ".ndjson", ".json"})
-_PATCH_WARNINGS: Final = frozenset({"patch-failed"})
-"""Session warnings that mean a patch did not apply: problems for ``check``, not warnings."""
-
-
-class _Unreadable(Exception):
-    """The input could not be opened or fetched at all (exit 2)."""
-
+_FORMATS: Final = ("sse", "jsonl", "proto")
+"""What ``aguikit convert --to`` writes."""
 
 # --- output -----------------------------------------------------------------------------
 
-
-@attrs.define
-class _Style:
-    """ANSI colour when the stream is a terminal (and ``NO_COLOR`` is unset), else none."""
-
-    enabled: bool
-
-    @classmethod
-    def for_stream(cls, stream: TextIO) -> _Style:
-        isatty = getattr(stream, "isatty", None)
-        tty = bool(isatty and isatty())
-        return cls(tty and "NO_COLOR" not in os.environ)
-
-    def _wrap(self, code: str, text: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
-
-    def red(self, text: str) -> str:
-        return self._wrap("31", text)
-
-    def yellow(self, text: str) -> str:
-        return self._wrap("33", text)
-
-    def green(self, text: str) -> str:
-        return self._wrap("32", text)
-
-    def bold(self, text: str) -> str:
-        return self._wrap("1", text)
-
-    def dim(self, text: str) -> str:
-        return self._wrap("2", text)
-
-    def cyan(self, text: str) -> str:
-        return self._wrap("36", text)
+_Style = Style
 
 
 class _Progress:
@@ -139,344 +103,128 @@ class _Progress:
             self.stream.flush()
 
 
-# --- reading sources --------------------------------------------------------------------
-
-
-def _blocks(fp: IO[bytes]) -> Iterator[bytes]:
-    while block := fp.read(_BLOCK):
-        yield block
-
-
-def _sniff(first: bytes) -> str:
-    text = first.lstrip(b"\xef\xbb\xbf \t\r\n")
-    return "jsonl" if text[:1] in (b"{", b"[") else "sse"
-
-
-def _with_first(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
-    if first:
-        yield first
-    yield from rest
-
-
-def _events_from_bytes(
-    chunks: Iterator[bytes], kind: str | None, source: str
-) -> Iterator[dict[str, Any]]:
-    if kind is None:
-        first = next(chunks, b"")
-        kind = _sniff(first)
-        chunks = _with_first(first, chunks)
-    if kind == "jsonl":
-        return iter_jsonl(chunks, source=source)
-    return iter_events(chunks, source=source)
-
-
-def _minimal_input() -> dict[str, Any]:
-    return {
-        "threadId": f"aguikit-check-{uuid.uuid4().hex[:12]}",
-        "runId": f"run-{uuid.uuid4().hex[:12]}",
-        "messages": [],
-    }
-
-
-def _http_events(url: str, input_path: str | None) -> Iterator[dict[str, Any]]:
-    # The HTTP path is loaded only for a URL: reading a file should not pay for httpx.
-    import httpx
-
-    from .client import prepare_input
-    from .transport.http import post_stream
-
-    try:
-        raw = json.loads(Path(input_path).read_text("utf-8")) if input_path else _minimal_input()
-    except (OSError, ValueError) as exc:
-        raise _Unreadable(f"cannot read --input {input_path}: {exc}") from None
-    if not isinstance(raw, dict):
-        raise _Unreadable(f"--input {input_path} must hold a JSON object (a RunAgentInput)")
-    try:
-        body = prepare_input(raw)
-    except AguiError as exc:
-        raise _Unreadable(f"--input is not a valid RunAgentInput: {exc}") from None
-    timeout = httpx.Timeout(60.0, connect=10.0)
-    yield from iter_events(post_stream(url, body, timeout=timeout), source=url)
-
-
-def _open_events(spec: str, input_path: str | None) -> tuple[str, Iterator[dict[str, Any]]]:
-    """The display name of ``spec`` and an iterator of its raw event objects."""
-    if spec.startswith(("http://", "https://")):
-        return spec, _http_events(spec, input_path)
-    if spec == "-":
-        stdin = sys.stdin.buffer
-        return "<stdin>", _events_from_bytes(_blocks(stdin), None, "<stdin>")
-    path = Path(spec)
-    try:
-        fp = path.open("rb")
-    except OSError as exc:
-        raise _Unreadable(f"cannot open {spec}: {exc.strerror or exc}") from None
-    suffix = path.suffix.lower()
-    kind = "sse" if suffix in _SSE_SUFFIXES else "jsonl" if suffix in _JSONL_SUFFIXES else None
-
-    def events() -> Iterator[dict[str, Any]]:
-        with fp:
-            yield from _events_from_bytes(_blocks(fp), kind, spec)
-
-    return spec, events()
-
-
 def _demo_bytes() -> bytes:
     return resources.files("aguikit").joinpath("examples/demo.sse").read_bytes()
+
+
+def _version() -> str:
+    try:
+        return metadata.version("aguikit")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"
 
 
 # --- check ------------------------------------------------------------------------------
 
 
-@attrs.define
-class _Problem:
-    kind: str  # schema | protocol | patch | decode | warning
-    code: str
-    message: str
-    event_index: int | None = None
-    event_type: str | None = None
-    pointer: str | None = None
-    rule: str | None = None
-    """The catalogue id (``aguikit rules RULE``); for a schema issue ``code`` is the keyword."""
-
-    def as_json(self) -> dict[str, Any]:
-        return {k: v for k, v in attrs.asdict(self).items() if v is not None}
-
-    def line(self, source: str, style: _Style) -> str:
-        where = f"event {self.event_index}" if self.event_index is not None else "stream"
-        etype = f" {self.event_type}" if self.event_type else ""
-        pointer = f" at {self.pointer}" if self.pointer else ""
-        label = style.yellow("warning") if self.kind == "warning" else style.red("error")
-        return f"{source}: {where}{etype}: {label} {style.bold(self.code)}{pointer}: {self.message}"
-
-
-@attrs.define
-class _Report:
-    source: str
-    events: int = 0
-    counts: dict[str, int] = attrs.Factory(
-        lambda: {"schema": 0, "protocol": 0, "patch": 0, "decode": 0, "warning": 0}
+def _split(values: list[str] | None) -> tuple[str, ...]:
+    return tuple(
+        part.strip() for value in values or () for part in value.split(",") if part.strip()
     )
-    verification_stopped_at: int | None = None
-    problems: list[_Problem] = attrs.Factory(list)
-
-    def errors(self) -> int:
-        return sum(n for kind, n in self.counts.items() if kind != "warning")
 
 
-def _event_type(data: Any) -> str | None:
-    value = data.get("type") if isinstance(data, dict) else None
-    return value if isinstance(value, str) else None
-
-
-def _check(
-    source: str,
-    events: Iterable[dict[str, Any]],
-    emit: Callable[[_Problem], None],
-    progress: _Progress,
-) -> _Report:
-    """
-    Validate, verify and apply ``events``, reporting each problem through ``emit``.
-
-    Every event is validated once, by the session, which records the strict schema issues
-    it finds (all of them) before its receiver repairs what it can.  The session verifies
-    and applies the events until its first fatal error (an ordering rule, or a field too
-    malformed to read); from there on events are only schema-checked, because a verifier
-    that has seen an impossible event cannot judge the ones after it.  Warnings caused by
-    an event that already has schema errors (a stripped undeclared member) are not
-    repeated.
-    """
-    report = _Report(source)
-    session = Session(verify=True, validate=True, keep_delivered=False, collect_issues=True)
-    verifying = True
-    invalid = -1  # the index of the current event when the strict schema rejected it
-
-    def add(problem: _Problem) -> None:
-        report.counts[problem.kind] += 1
-        emit(problem)
-
-    def stop(at: int | None) -> None:
-        nonlocal verifying
-        verifying = False
-        report.verification_stopped_at = at
-
-    def schema_issues(issues: Iterable[Any], index: int, etype: str | None) -> None:
-        nonlocal invalid
-        for issue in issues:
-            invalid = index
-            rule = "AGUI-S002" if issue.pointer == "/type" and issue.keyword == "enum" else None
-            add(
-                _Problem(
-                    "schema",
-                    issue.keyword,
-                    issue.message,
-                    index,
-                    etype,
-                    issue.pointer or "/",
-                    rule or "AGUI-S001",
-                )
-            )
-
-    def drain_warnings(etype: str | None, index: int | None) -> None:
-        # Only this feed's warnings: reading them costs nothing however many came before.
-        for warning in session.last_warnings:
-            at = warning.event_index
-            if at is not None and at == invalid:
-                continue
-            kind = "patch" if warning.code in _PATCH_WARNINGS else "warning"
-            rule = RULES_BY_SYMBOL[warning.code].id
-            problem = _Problem(
-                kind, warning.code, warning.message, at, etype if at == index else None
-            )
-            problem.rule = rule
-            add(problem)
-
-    index = -1
+def _severity(value: Any, where: str) -> Severity:
     try:
-        for index, data in enumerate(events):
-            report.events = index + 1
-            if progress.enabled:
-                progress.tick(report.events)
-            if not verifying:
-                # Schema-only from here: the fast verdict, the explanation only on failure.
-                if not is_valid(data):
-                    schema_issues(iter_schema_errors(data), index, _event_type(data))
-                continue
-            failure: AguiError | None = None
-            try:
-                session.feed(data)
-            except AguiError as exc:
-                failure = exc
-            if failure is None and not session.last_issues and not session.last_warnings:
-                continue  # the common case: a clean event, nothing to report
-            etype = _event_type(data)
-            schema_issues(session.last_issues, index, etype)
-            if isinstance(failure, ProtocolError):
-                add(
-                    _Problem(
-                        "protocol",
-                        failure.rule or "protocol",
-                        failure.message,
-                        index,
-                        failure.event_type or etype,
-                        rule=failure.rule,
-                    )
-                )
-                stop(index)
-            elif isinstance(failure, PatchError):  # only with patch_errors="raise"
-                add(
-                    _Problem(
-                        "patch",
-                        "patch-failed",
-                        str(failure),
-                        index,
-                        etype,
-                        failure.pointer,
-                        failure.rule,
-                    )
-                )
-            elif isinstance(
-                failure, SchemaValidationError | UnknownEventTypeError | WireFormatError
-            ):
-                if index != invalid:  # the strict issues said nothing: say why here
-                    add(
-                        _Problem(
-                            "schema",
-                            type(failure).__name__,
-                            str(failure),
-                            index,
-                            etype,
-                            rule=failure.rule,
-                        )
-                    )
-                stop(index)
-            elif failure is not None:
-                raise failure
-            drain_warnings(etype, index)
-    except DecodeError as exc:
-        add(_Problem("decode", exc.rule or "decode", str(exc), index + 1, rule=exc.rule))
-        stop(index + 1)
-    if verifying:
+        return Severity(str(value).lower())
+    except ValueError:
+        raise Unreadable(f"{where}: {value!r} is not error, warning or info") from None
+
+
+def _config(args: argparse.Namespace) -> CheckConfig:
+    """The check's settings: ``[tool.aguikit.check]`` first, the command line over it."""
+    table = load_config()
+
+    def pick(name: str, default: Any) -> Any:
+        given = getattr(args, name.replace("-", "_"), None)
+        return given if given is not None else table.get(name, default)
+
+    def listed(name: str) -> tuple[str, ...]:
+        given = _split(getattr(args, name, None))
+        if given:
+            return given
+        value = table.get(name, ())
+        return _split([value] if isinstance(value, str) else [str(v) for v in value])
+
+    headers = []
+    for header in args.header or ():
+        name, sep, value = header.partition(":")
+        if not sep or not name.strip():
+            raise Unreadable(f"--header {header!r}: expected NAME:VALUE")
+        headers.append((name.strip(), value.strip()))
+    severities = {
+        str(key): _severity(value, f"[tool.aguikit.check.severity] {key}")
+        for key, value in dict(table.get("severity", {})).items()
+    }
+    fail_on = "warning" if getattr(args, "strict", False) else pick("fail-on", "error")
+    return CheckConfig(
+        select=listed("select"),
+        ignore=listed("ignore"),
+        fail_on=_severity(fail_on, "--fail-on"),
+        max_warnings=pick("max-warnings", None),
+        max_errors=int(pick("max-errors", DEFAULT_MAX_ERRORS)),
+        fail_on_run_error=bool(
+            getattr(args, "fail_on_run_error", False) or table.get("fail-on-run-error", False)
+        ),
+        severity=severities,
+        max_frame_bytes=int(pick("max-frame-bytes", MAX_FRAME_BYTES)),
+        max_line_bytes=int(pick("max-line-bytes", MAX_LINE_BYTES)),
+        max_depth=int(pick("max-depth", MAX_JSON_DEPTH)),
+        headers=tuple(headers),
+        timeout=float(pick("timeout", 60.0)),
+        input_path=args.input,
+        first_event_seconds=float(table.get("first-event-seconds", FIRST_EVENT_SECONDS)),
+        silent_gap_seconds=float(table.get("silent-gap-seconds", SILENT_GAP_SECONDS)),
+        buffer_silence_seconds=float(table.get("buffer-silence-seconds", BUFFER_SILENCE_SECONDS)),
+        buffer_events=int(table.get("buffer-events", BUFFER_EVENTS)),
+    )
+
+
+def _check_all(
+    specs: list[str], config: CheckConfig, jobs: int, progress: _Progress
+) -> list[SourceReport]:
+    """Every source's report, in the order given; several at once with ``jobs`` > 1."""
+    if jobs > 1 and len(specs) > 1 and "-" not in specs:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(specs))) as pool:
+            return list(pool.map(check_source, specs, [config] * len(specs)))
+    reports = []
+    for spec in specs:
+        reports.append(check_source(spec, config, tick=progress.tick))
+        progress.done()
+    return reports
+
+
+def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    config = _config(args)
+    specs: list[str] = []
+    missing: dict[str, SourceReport] = {}
+    for spec in args.source:
         try:
-            session.finish()
-        except ProtocolError as exc:
-            add(
-                _Problem(
-                    "protocol",
-                    exc.rule or "protocol",
-                    exc.message,
-                    exc.event_index,
-                    exc.event_type,
-                    rule=exc.rule,
-                )
-            )
-        drain_warnings(None, None)
-    progress.done()
-    return report
-
-
-def _summary(report: _Report, style: _Style, strict: bool) -> str:
-    c = report.counts
-    parts = [
-        f"{report.events} events",
-        f"{c['schema']} schema errors",
-        f"{c['protocol']} protocol errors",
-        f"{c['patch']} patch errors",
-        f"{c['decode']} decode errors",
-        f"{c['warning']} warnings",
-    ]
-    failed = report.errors() > 0 or (strict and c["warning"] > 0)
-    verdict = style.red("FAILED") if failed else style.green("OK")
-    text = f"{report.source}: {verdict}: " + ", ".join(parts)
-    if report.verification_stopped_at is not None:
-        text += (
-            f"\n{report.source}: verification stopped at event "
-            f"{report.verification_stopped_at}; later events were only schema-checked"
-        )
-    return text
-
-
-def _exit_code(report: _Report, strict: bool) -> int:
-    if report.errors() or (strict and report.counts["warning"]):
-        return EXIT_PROBLEMS
-    return EXIT_OK
-
-
-def _run_check(
-    source: str,
-    events: Iterator[dict[str, Any]],
-    *,
-    fmt: str,
-    strict: bool,
-    out: TextIO,
-    err: TextIO,
-) -> int:
-    style = _Style.for_stream(out)
-    progress = _Progress(err, fmt == "text" and err.isatty())
-    collected: list[_Problem] = []
-
-    def emit(problem: _Problem) -> None:
-        if fmt == "json":
-            collected.append(problem)
-        else:
-            progress.done()
-            out.write(problem.line(source, style) + "\n")
-
-    report = _check(source, events, emit, progress)
-    code = _exit_code(report, strict)
-    if fmt == "json":
-        document = {
-            "source": source,
-            "ok": code == EXIT_OK,
-            "events": report.events,
-            "counts": report.counts,
-            "verification_stopped_at": report.verification_stopped_at,
-            "problems": [p.as_json() for p in collected],
-        }
-        out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+            specs.extend(s for s in expand_sources([spec]) if s not in specs)
+        except Unreadable as exc:  # a glob or directory with nothing in it: still reported
+            missing[spec] = SourceReport(spec, unreadable=str(exc))
+            specs.append(spec)
+    fmt = args.format
+    progress = _Progress(err, fmt == "text" and args.output is None and err.isatty())
+    checked = iter(_check_all([s for s in specs if s not in missing], config, args.jobs, progress))
+    reports = [missing[s] if s in missing else next(checked) for s in specs]
+    for report in reports:
+        if report.unreadable is not None:
+            err.write(f"aguikit: {report.unreadable}\n")
+    terminal = Style.for_stream(out, no_color=args.no_color)
+    # A report file never gets colour codes, whatever standard output is.
+    text = render(fmt, reports, config, _version(), Style(False) if args.output else terminal)
+    if args.output is not None:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8", errors="backslashreplace")
+        except OSError as exc:
+            raise Unreadable(
+                f"cannot write --output {args.output}: {exc.strerror or exc}"
+            ) from None
+        if fmt != "text":  # the CI log still shows what the report file holds
+            out.write(render("text", reports, config, _version(), terminal))
     else:
-        out.write(_summary(report, style, strict) + "\n")
-    return code
+        out.write(text)
+    return max((report.exit_code(config) for report in reports), default=EXIT_OK)
 
 
 # --- replay -----------------------------------------------------------------------------
@@ -584,6 +332,16 @@ def _render_conversation(session: Session, style: _Style) -> str:
     lines.append(
         _indent(json.dumps(session.state, indent=2, ensure_ascii=False, default=str), "  ")
     )
+    if session.runs:
+        lines.append(style.bold("runs:"))
+        for number, run in enumerate(session.runs, 1):
+            detail = ""
+            if run.status == "error":
+                detail = f": {run.message}" + (f" [{run.code}]" if run.code else "")
+            elif run.status == "interrupted":
+                detail = " on " + ", ".join(i.id for i in run.interrupts)
+            status = style.red(run.status) if run.status == "error" else run.status
+            lines.append(f"  {number}. {run.run_id}: {status}{detail}")
     interrupts = getattr(session, "interrupts", None)
     if interrupts:
         lines.append(style.bold("interrupts:"))
@@ -596,8 +354,15 @@ def _render_conversation(session: Session, style: _Style) -> str:
     return "\n".join(lines)
 
 
-def _run_replay(source: str, events: Iterator[dict[str, Any]], out: TextIO, err: TextIO) -> int:
-    style = _Style.for_stream(out)
+def _run_replay(
+    source: str,
+    events: Iterator[dict[str, Any]],
+    out: TextIO,
+    err: TextIO,
+    *,
+    no_color: bool = False,
+) -> int:
+    style = Style.for_stream(out, no_color=no_color)
     session = Session(verify=True, validate=True, keep_delivered=False)
     code = EXIT_OK
     try:
@@ -605,13 +370,58 @@ def _run_replay(source: str, events: Iterator[dict[str, Any]], out: TextIO, err:
             session.feed(data)
         session.finish()
     except AguiError as exc:
-        err.write(f"{source}: stopped: {exc}\n")
+        index = getattr(exc, "event_index", None)
+        where = f" at event {index + 1}" if isinstance(index, int) else ""  # 1-based, as check
+        err.write(f"{source}: stopped{where}: {exc}\n")
         code = EXIT_PROBLEMS
     out.write(_render_conversation(session, style) + "\n")
     return code
 
 
 # --- schema / rules ---------------------------------------------------------------------
+
+
+def _run_convert(
+    source: str, events: Iterator[dict[str, Any]], to: str, output: str | None, err: TextIO
+) -> int:
+    """Re-encode every event of ``source`` as ``to``; exit 0, or 2 if it cannot be read."""
+    from .proto import encode_proto_frame
+    from .receiver import Receiver
+    from .transport.jsonl import encode_line
+    from .transport.sse import encode_bytes
+
+    def encoded() -> Iterator[bytes]:
+        if to == "sse":
+            yield from (encode_bytes(event) for event in events)
+        elif to == "jsonl":
+            yield from (encode_line(event).encode("utf-8") for event in events)
+        else:
+            # The binary transport has no THINKING_* slot (docs/protobuf.md): the receiver
+            # translates them to REASONING_* (and drops what it does not know) first.
+            def note(symbol: str, message: str) -> None:
+                err.write(f"aguikit: {source}: {message}\n")
+
+            receiver = Receiver(on_warning=note)
+            for event in events:
+                typed = receiver.receive(event)
+                if typed is not None:
+                    yield encode_proto_frame(to_wire(typed))
+
+    target = sys.stdout.buffer if output in (None, "-") else None
+    try:
+        with contextlib.ExitStack() as stack:
+            sink = target or stack.enter_context(Path(str(output)).open("wb"))
+            for block in encoded():
+                sink.write(block)
+            sink.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise Unreadable(f"cannot write {output}: {exc.strerror or exc}") from None
+    except AguiError as exc:
+        err.write(f"aguikit: {source}: {exc}\n")
+        return EXIT_UNREADABLE
+    return EXIT_OK
 
 
 def _run_schema(definition: str | None, out: TextIO, err: TextIO) -> int:
@@ -621,6 +431,14 @@ def _run_schema(definition: str | None, out: TextIO, err: TextIO) -> int:
         return EXIT_OK
     defs: dict[str, Any] = json.loads(text).get("$defs", {})
     if definition not in defs:
+        event_types = UNIONS["Event"][1]
+        named = event_types.get(definition) or event_types.get(definition.upper())
+        if named is not None:
+            err.write(
+                f"aguikit schema: {definition!r} is an event type; its definition is "
+                f"{named} (aguikit schema {named})\n"
+            )
+            return EXIT_UNREADABLE
         close = difflib.get_close_matches(definition, list(defs), n=5, cutoff=0.5)
         lowered = {name.lower(): name for name in defs}
         if definition.lower() in lowered and lowered[definition.lower()] not in close:
@@ -658,31 +476,83 @@ def _parser() -> argparse.ArgumentParser:
         description="Check, replay and explore AG-UI event streams.",
         epilog="Start with: aguikit demo",
     )
+    parser.add_argument("--version", action="version", version=f"aguikit {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def source_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "source",
-            metavar="SOURCE",
-            help="a .sse or .jsonl file, - for stdin, or an http(s):// agent URL",
-        )
+    def endpoint_args(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--input",
             metavar="FILE",
             help="RunAgentInput JSON to POST to a URL source (default: a minimal one)",
         )
+        p.add_argument(
+            "--header",
+            action="append",
+            metavar="NAME:VALUE",
+            help="an HTTP header for a URL source (repeatable), e.g. 'Authorization: Bearer x'",
+        )
+        p.add_argument(
+            "--timeout", type=float, metavar="SECONDS", help="read timeout for a URL (60)"
+        )
+        p.add_argument("--no-color", action="store_true", help="no ANSI colour (or NO_COLOR=1)")
+        for name, default in (
+            ("max-frame-bytes", MAX_FRAME_BYTES),
+            ("max-line-bytes", MAX_LINE_BYTES),
+            ("max-depth", MAX_JSON_DEPTH),
+        ):
+            p.add_argument(
+                f"--{name}", type=int, metavar="N", help=f"safety limit (default {default})"
+            )
 
     check = sub.add_parser(
         "check",
-        help="validate, verify and apply a stream; exit 0 clean, 1 problems, 2 unreadable",
+        help="validate, verify and apply streams; exit 0 clean, 1 problems, 2 unreadable",
+        description="Check one or more streams. Settings also come from [tool.aguikit.check] "
+        "in pyproject.toml; see docs/check.md.",
     )
-    source_args(check)
-    check.add_argument("--format", choices=("text", "json"), default="text")
     check.add_argument(
-        "--strict", action="store_true", help="treat receiver warnings as problems (exit 1)"
+        "source",
+        nargs="+",
+        metavar="SOURCE",
+        help="a .sse/.jsonl/.json/.pb file, a glob, a directory, - for stdin, or an agent URL",
     )
+    endpoint_args(check)
+    check.add_argument("--format", choices=("text", "json", "sarif", "junit"), default="text")
+    check.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
+    check.add_argument(
+        "--strict", action="store_true", help="fail on warnings too (as --fail-on warning)"
+    )
+    check.add_argument(
+        "--fail-on", choices=("error", "warning", "info"), help="least severity that fails"
+    )
+    check.add_argument("--max-warnings", type=int, metavar="N", help="fail above N warnings")
+    check.add_argument(
+        "--max-errors",
+        type=int,
+        metavar="N",
+        help=f"stop reading a source after N errors (default {DEFAULT_MAX_ERRORS})",
+    )
+    check.add_argument(
+        "--fail-on-run-error", action="store_true", help="a run ending in RUN_ERROR fails"
+    )
+    check.add_argument(
+        "--select", action="append", metavar="IDS", help="only these rules (ids or prefixes, ',')"
+    )
+    check.add_argument(
+        "--ignore", action="append", metavar="IDS", help="not these rules (ids or prefixes, ',')"
+    )
+    check.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="processes")
     replay = sub.add_parser("replay", help="print the conversation a stream materialises")
-    source_args(replay)
+    convert = sub.add_parser("convert", help="re-encode a stream as SSE, JSONL or protobuf")
+    for one_source in (replay, convert):
+        one_source.add_argument(
+            "source",
+            metavar="SOURCE",
+            help="a file (SSE, JSONL, JSON or protobuf: read by content), - for stdin, or a URL",
+        )
+        endpoint_args(one_source)
+    convert.add_argument("--to", choices=_FORMATS, required=True, help="the output encoding")
+    convert.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     sub.add_parser("demo", help="check and replay the bundled example stream")
     rules = sub.add_parser("rules", help="print the rule catalogue, or one rule (by id or symbol)")
     rules.add_argument("rule", nargs="?", metavar="ID", help="AGUI-V014, V014 or patch-failed")
@@ -714,7 +584,8 @@ def main(argv: list[str] | None = None) -> int:
         argv: Arguments without the program name; ``sys.argv[1:]`` when ``None``.
 
     Returns:
-        The exit code: 0 clean, 1 problems found, 2 the input could not be read.
+        The exit code: 0 clean, 1 problems found, 2 the input could not be read (the worst
+        over every source checked).
     """
     args = _parser().parse_args(argv)
     if args.command in ("check", "replay", "demo"):
@@ -736,19 +607,24 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "demo":
             data = _demo_bytes()
             name = "demo.sse"
-            style = _Style.for_stream(out)
+            style = Style.for_stream(out)
             out.write(style.bold(f"$ aguikit check {name}") + "\n")
-            code = _run_check(
-                name, iter_events([data], source=name), fmt="text", strict=True, out=out, err=err
-            )
+            config = CheckConfig(fail_on=Severity.WARNING)
+            report = check_bytes(data, name, config)
+            out.write(render("text", [report], config, _version(), style))
             out.write("\n" + style.bold(f"$ aguikit replay {name}") + "\n")
-            replay_code = _run_replay(name, iter_events([data], source=name), out, err)
-            return max(code, replay_code)
-        source, events = _open_events(args.source, args.input)
+            replay_code = _run_replay(name, open_events_of(data, name), out, err)
+            return max(report.exit_code(config), replay_code)
         if args.command == "check":
-            return _run_check(source, events, fmt=args.format, strict=args.strict, out=out, err=err)
-        return _run_replay(source, events, out, err)
-    except _Unreadable as exc:
+            return _run_check(args, out, err)
+        config = _config(args)
+        source = "<stdin>" if args.source == "-" else args.source
+        if args.command == "convert":
+            return _run_convert(source, open_events(args.source, config), args.to, args.output, err)
+        return _run_replay(
+            source, open_events(args.source, config), out, err, no_color=args.no_color
+        )
+    except Unreadable as exc:
         err.write(f"aguikit: {exc}\n")
         return EXIT_UNREADABLE
     except TransportError as exc:
@@ -759,3 +635,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.write("aguikit: interrupted\n")
         return 130
+
+
+def open_events_of(data: bytes, name: str) -> Iterator[dict[str, Any]]:
+    """The events of an in-memory SSE recording (the demo)."""
+    from .transport.sse import iter_events
+
+    return iter_events([data], source=name)

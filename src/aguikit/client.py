@@ -3,7 +3,8 @@ The HTTP client: POST a ``RunAgentInput``, read the agent's answer, fold it as i
 
 An application talking to an agent wants three things from a client, and gets them here:
 the request made the way the official clients make it (a validated JSON body, the protocol
-version declared, ``Accept: text/event-stream``), the answer decoded and checked
+version declared, ``Accept: text/event-stream``, or with the binary transport
+``application/vnd.ag-ui.event+proto`` preferred when ``binary=True``), the answer decoded
 incrementally (each event verified and applied by a :class:`aguikit.Session` the moment
 its frame is complete, so a UI can render token by token), and every way it can go wrong
 reported as a typed error rather than a hung iterator or an ``httpx`` exception:
@@ -13,7 +14,8 @@ reported as a typed error rather than a hung iterator or an ``httpx`` exception:
 :class:`~aguikit.errors.TruncatedStreamError`.
 
 It is the top of the consuming house: the request goes out through the one HTTP fetch
-(:mod:`aguikit.transport.http`), the bytes come back through the SSE decoder, and every
+(:mod:`aguikit.transport.http`), the bytes come back through the decoder of the media
+type the agent chose (SSE, or length-prefixed protobuf via :mod:`aguikit.proto`), and every
 event goes through one :class:`~aguikit.session.Session`, whose :class:`Update` values
 are yielded as they are.  Stopping early is part of the contract: breaking out of the
 loop, closing the generator or cancelling the task closes the HTTP response, and with it
@@ -21,7 +23,9 @@ the connection, so the agent sees the client go and can stop spending tokens.
 
 A dropped connection to a resumable endpoint (one that numbers its SSE frames, see
 :mod:`aguikit.server.eventlog`) is resumed with ``Last-Event-ID`` by both runs, and the
-caller sees one continuous stream; ``docs/resume.md`` is the protocol.
+caller sees one continuous stream; ``docs/resume.md`` is the protocol.  Resuming is an SSE
+feature: a binary (protobuf) answer has no frame ids, so it is never reconnected, and a
+reconnect or a join asks for SSE only, even with ``binary=True``.
 
 What it deliberately does not do: retry a request that failed before any answer, or
 reconnect a stream whose frames carry no ids (nothing says where to resume).
@@ -30,6 +34,7 @@ reconnect a stream whose frames carry no ids (nothing says where to resume).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
@@ -43,9 +48,11 @@ from ._generated.registry import PROTOCOL_VERSION
 from .catalogue import render_message
 from .errors import HTTPStatusError, TransportError, TruncatedStreamError
 from .limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
+from .proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
+from .proto import aiter_proto, iter_proto_wire
 from .receiver import omit_newer_members
 from .session import Session, Update
-from .transport.http import DEFAULT_TIMEOUT, apost_stream, post_stream
+from .transport.http import BOTH, DEFAULT_TIMEOUT, SSE_ONLY, apost_stream, post_stream
 from .transport.sse import Frame, aiter_frames, frame_object, iter_frames
 from .wire import parse_run_agent_input, to_wire
 
@@ -218,6 +225,15 @@ class AgentClient:
         backoff: Seconds before the first reconnect; doubled for each further one.
         max_backoff: The cap on that delay.  Each delay is drawn in ``[d/2, d]`` (jitter),
             so clients cut off together do not come back together.
+        binary: Ask for the binary transport too (``Accept:
+            application/vnd.ag-ui.event+proto, text/event-stream``) and decode whichever
+            the agent answers in.  Off by default: every agent speaks SSE, and an agent
+            that does not know the binary type may refuse the request (406).  A binary
+            answer carries no frame ids, so it is not resumed after a drop; reconnects
+            and joins ask for SSE only.
+
+    .. versionchanged:: 0.2
+       ``binary``: the protobuf transport.
     """
 
     def __init__(
@@ -237,6 +253,7 @@ class AgentClient:
         max_reconnects: int = 5,
         backoff: float = 0.1,
         max_backoff: float = 5.0,
+        binary: bool = False,
     ) -> None:
         self.url = url
         self.max_reconnects = max_reconnects
@@ -252,6 +269,7 @@ class AgentClient:
         self.max_depth = max_depth
         self._transport = transport
         self._async_transport = async_transport
+        self.binary = binary
         self._session: Session | None = None
         self.request_warnings: list[str] = []
         """What preparing the last request had to drop for an old peer."""
@@ -347,10 +365,9 @@ class AgentClient:
         while True:
             chunks = post_stream(self.url, body, **resume.request(self._transport))
             failure: TransportError | None = None
-            frames = iter_frames(chunks, source=self.url, max_frame_bytes=self.max_frame_bytes)
             try:
                 with closing(chunks):  # leaving early closes the connection now
-                    for frame in frames:
+                    for frame in resume.decode(chunks):
                         yield from resume.take_all(frame)
                         if resume.finished:
                             return
@@ -372,7 +389,9 @@ class AgentClient:
         same body is POSTed again with ``Last-Event-ID`` (``0`` when no event had arrived)
         after a capped exponential backoff with jitter, events already delivered are
         dropped, and the caller sees one continuous stream.  A stream that is not
-        resumable fails as it always did (resending would start the run twice).
+        resumable fails as it always did (resending would start the run twice).  With
+        ``binary=True`` the first request prefers protobuf; a protobuf answer has no frame
+        ids, so it is not resumable, and a reconnect or join asks for SSE only.
 
         ``join`` follows a run already in progress (``body["runId"]``) rather than
         starting one: the first request asks for the server's prelude (``Last-Event-ID:
@@ -390,10 +409,8 @@ class AgentClient:
             try:
                 # An async generator is not closed when dropped: close the request
                 # explicitly, so leaving this loop early closes the connection now.
-                async with aclosing(chunks):
-                    async for frame in aiter_frames(
-                        chunks, source=self.url, max_frame_bytes=self.max_frame_bytes
-                    ):
+                async with aclosing(chunks), aclosing(resume.adecode(chunks)) as frames:
+                    async for frame in frames:
                         data = resume.take(frame)
                         if data is not None:
                             yield data
@@ -425,10 +442,20 @@ class _Resume:
         self.attempt = 0
         self.declared: list[httpx.Headers] = []
         self.finished = False
+        self.requests = 0
+        self.chosen: list[str] = []
+        """The media type the agent chose for the current answer (told by the fetch)."""
+
+    @property
+    def binary_answer(self) -> bool:
+        """The current answer is length-prefixed protobuf: no frame ids, no resuming."""
+        return bool(self.chosen) and self.chosen[-1] == PROTO_MEDIA_TYPE
 
     @property
     def resumable(self) -> bool:
-        """The server numbered its frames or declared ``X-AGUI-Resume``."""
+        """The server numbered its SSE frames or declared ``X-AGUI-Resume`` on SSE."""
+        if self.binary_answer:
+            return False
         return self.numbered or _declares_resume(self.declared)
 
     def request(self, transport: Any) -> dict[str, Any]:
@@ -439,28 +466,76 @@ class _Resume:
             headers["Last-Event-ID"] = self.last_id or "0"
         if self.join and self.last_id is None:
             headers["X-AGUI-Join"] = "prelude"
+        # Binary only on the first request of a new run: a join or a reconnect resumes by
+        # SSE frame id, which the binary transport does not carry.
+        binary = self.client.binary and not self.join and self.requests == 0
+        self.requests += 1
+        self.chosen.clear()
         return {
             "headers": headers,
             "timeout": self.client.timeout,
             "transport": transport,
+            "accept": BOTH if binary else SSE_ONLY,
+            "on_media_type": self.chosen.append,
             "on_headers": self.declared.append,
         }
 
-    def take_all(self, frame: Frame) -> list[dict[str, Any]]:
+    def decode(self, chunks: Iterator[bytes]) -> Iterator[Frame | dict[str, Any]]:
+        """The answer's SSE frames, or its protobuf events, by the media type chosen."""
+        # The first chunk comes after the headers: by then the agent's choice is known.
+        first = next(chunks, None)
+        stream = itertools.chain(() if first is None else (first,), chunks)
+        client = self.client
+        if self.binary_answer:
+            yield from iter_proto_wire(stream, source=client.url)
+        else:
+            yield from iter_frames(
+                stream, source=client.url, max_frame_bytes=client.max_frame_bytes
+            )
+
+    async def adecode(
+        self, chunks: AsyncIterator[bytes]
+    ) -> AsyncGenerator[Frame | dict[str, Any], None]:
+        """The asynchronous twin of :meth:`decode` (the caller closes ``chunks``)."""
+        first = await anext(chunks, None)
+
+        async def stream() -> AsyncIterator[bytes]:
+            if first is not None:
+                yield first
+            async for chunk in chunks:
+                yield chunk
+
+        client = self.client
+        if self.binary_answer:
+            async for data in aiter_proto(stream(), source=client.url):
+                yield data
+        else:
+            async for frame in aiter_frames(
+                stream(), source=client.url, max_frame_bytes=client.max_frame_bytes
+            ):
+                yield frame
+
+    def take_all(self, frame: Frame | dict[str, Any]) -> list[dict[str, Any]]:
         """:meth:`take`, as the list of events to deliver (none or one)."""
         data = self.take(frame)
         return [] if data is None else [data]
 
-    def take(self, frame: Frame) -> dict[str, Any] | None:
-        """The frame's event, or ``None`` for one delivered before the reconnect."""
-        if frame.id is not None:
-            self.numbered = True
-            if frame.id in self.earlier:
-                return None
-            self.delivered.add(frame.id)
-            self.last_id = frame.id
+    def take(self, frame: Frame | dict[str, Any]) -> dict[str, Any] | None:
+        """
+        The frame's event (a protobuf answer's events come decoded), or ``None`` for one
+        delivered before the reconnect.
+        """
         client = self.client
-        data = frame_object(frame, source=client.url, max_depth=client.max_depth)
+        if isinstance(frame, dict):
+            data = frame
+        else:
+            if frame.id is not None:
+                self.numbered = True
+                if frame.id in self.earlier:
+                    return None
+                self.delivered.add(frame.id)
+                self.last_id = frame.id
+            data = frame_object(frame, source=client.url, max_depth=client.max_depth)
         self.attempt = 0
         kind = data.get("type")
         self.last_type = kind if isinstance(kind, str) else None

@@ -26,6 +26,7 @@ __all__ = [
     "AguiError",
     "ContentTypeError",
     "DecodeError",
+    "EncodeError",
     "HTTPStatusError",
     "LimitExceededError",
     "PatchError",
@@ -317,6 +318,23 @@ class DecodeError(AguiError, ValueError):
         if self.byte_offset is not None:
             parts.append(f"byte {self.byte_offset}")
         return ", ".join(parts)
+
+
+class EncodeError(AguiError, ValueError):
+    """
+    An event the chosen encoding cannot carry: a ``THINKING_*`` event for the protobuf
+    transport (``AGUI-D006``), which has no slot for it, or a value its message cannot hold.
+
+    Raised while *writing*, so it is the producer's to fix; ``event_type`` names the event.
+    """
+
+    def __init__(
+        self, message: str, *, rule: str | None = None, event_type: str | None = None
+    ) -> None:
+        self.message = message
+        self.rule = rule
+        self.event_type = event_type
+        super().__init__(message)
 
 
 class LimitExceededError(DecodeError):

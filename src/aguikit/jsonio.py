@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from itertools import accumulate
 from typing import Any, Final
 
@@ -38,9 +38,11 @@ from .limits import MAX_JSON_DEPTH
 __all__ = [
     "dumps_wire",
     "escape_pointer",
+    "iter_documents",
     "loads",
     "loads_object",
     "nesting_depth",
+    "utf8",
 ]
 
 _STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -222,9 +224,41 @@ for byte lets a recorded stream be diffed against one the SDK produced.
 """
 
 
+_TOKEN: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|(-?\d(?:\.\d+)?e-\d+)', re.DOTALL)
+"""A JSON string (skipped whole) or a float Python wrote in exponent form."""
+
+
+def _sdk_float(match: re.Match[str]) -> str:
+    """
+    A float in the form pydantic writes it: ``1e-7`` and ``0.000015`` where Python writes
+    ``1e-07`` and ``1.5e-05``.
+
+    Both are the same shortest round-trip digits, laid out differently, and only negative
+    exponents differ (both write ``1e+16``, and agree on every positional float), so only
+    they are rewritten: from ``1e-5`` up pydantic writes positionally, below it drops the
+    exponent's leading zero.
+    """
+    token = match.group(1)
+    if token is None:
+        return match.group(0)
+    sign = "-" if token[0] == "-" else ""
+    mantissa, _, exponent = token.lstrip("-").partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = whole + fraction
+    point = int(exponent) + len(whole)  # where the decimal point falls in ``digits``
+    if -5 < point <= 0:
+        text = "0." + "0" * -point + digits
+    elif len(digits) == 1:
+        text = f"{digits}e{point - 1}"
+    else:
+        text = f"{digits[0]}.{digits[1:]}e{point - 1}"
+    return sign + text
+
+
 def dumps_wire(wire: Mapping[str, Any]) -> str:
     """
-    Compact JSON for a wire dict, in the official SDK's member order.
+    Compact JSON for a wire dict, in the official SDK's envelope order, with floats as
+    pydantic writes them (``1e-7`` where Python writes ``1e-07``).
 
     Raises:
         WireFormatError: A value JSON cannot carry (``NaN``, an object of a foreign type).
@@ -247,8 +281,119 @@ def dumps_wire(wire: Mapping[str, Any]) -> str:
         ordered.update(wire)
         wire = ordered
     try:
-        return _ENCODER.encode(wire)
+        text: str = _ENCODER.encode(wire)
     except (TypeError, ValueError, RecursionError) as exc:
         kind = wire.get("type")
         name = kind if isinstance(kind, str) else "Event"
         raise WireFormatError(name, "", f"not JSON-serialisable: {exc}") from None
+    if "e-" in text:  # cheap: most events hold no float in exponent form
+        text = _TOKEN.sub(_sdk_float, text)
+    return text
+
+
+def utf8(text: str, kind: object) -> bytes:
+    """
+    ``text`` as UTF-8, for a writer that puts an event on the wire.
+
+    Raises:
+        WireFormatError: ``text`` holds a lone surrogate (``"\\ud800"``): a Python string
+            can, UTF-8 cannot, and the event could not be sent as it is.
+    """
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        name = kind if isinstance(kind, str) else "Event"
+        raise WireFormatError(
+            name, "", f"a lone surrogate {text[exc.start]!r} cannot be written as UTF-8"
+        ) from None
+
+
+def iter_documents(
+    text: str, *, max_depth: int = MAX_JSON_DEPTH, source: str | None = None
+) -> Iterator[tuple[Any, int]]:
+    """
+    The values of a JSON *document* holding events: the elements of a top-level array, or
+    each of one or more concatenated (typically pretty-printed) documents.
+
+    A recording saved from a debugger or an HTTP client is often one of these rather than
+    JSONL; a checker reads it as a list of events instead of failing on its first line.
+
+    Yields:
+        ``(value, position)``: each value and the index in ``text`` where it starts, so a
+        caller can say which line it was on.
+
+    Raises:
+        DecodeError: The text is not JSON (``byte_offset`` is where it stops being).
+        LimitExceededError: It nests deeper than ``max_depth`` (counting the array).
+    """
+    if nesting_depth(text) > max_depth:
+        raise LimitExceededError(
+            "max_depth",
+            max_depth,
+            f"JSON nesting depth {nesting_depth(text)} is too deep",
+            rule=LIMIT_RULES["max_depth"],
+            source=source,
+            byte_offset=0,
+        )
+    position = _skip_space(text, 0)
+    if text.startswith("\ufeff"):
+        position = _skip_space(text, 1)
+    in_array = text.startswith("[", position)
+    if in_array:
+        position = _skip_space(text, position + 1)
+        if text.startswith("]", position):
+            return
+    while position < len(text):
+        try:
+            value, end = _DECODER.raw_decode(text, position)
+        except json.JSONDecodeError as exc:
+            raise DecodeError(
+                f"not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})",
+                rule=DECODE_RULES["json"],
+                source=source,
+                line=exc.lineno,
+                byte_offset=_offset(text, exc.pos),
+            ) from None
+        except ValueError as exc:  # NaN/Infinity, integers beyond the digit limit
+            raise DecodeError(
+                f"not valid JSON: {exc}",
+                rule=DECODE_RULES["json"],
+                source=source,
+                byte_offset=_offset(text, position),
+            ) from None
+        yield value, position
+        position = _skip_space(text, end)
+        if in_array:
+            if text.startswith(",", position):
+                position = _skip_space(text, position + 1)
+            elif text.startswith("]", position):
+                if _skip_space(text, position + 1) < len(text):
+                    raise DecodeError(
+                        "not valid JSON: text after the closing ']'",
+                        rule=DECODE_RULES["json"],
+                        source=source,
+                        byte_offset=_offset(text, position + 1),
+                    )
+                return
+            else:
+                raise DecodeError(
+                    "not valid JSON: expected ',' or ']' between array elements",
+                    rule=DECODE_RULES["json"],
+                    source=source,
+                    byte_offset=_offset(text, position),
+                )
+    if in_array:
+        raise DecodeError(
+            "not valid JSON: the array is never closed",
+            rule=DECODE_RULES["json"],
+            source=source,
+            byte_offset=_offset(text, len(text)),
+        )
+
+
+_SPACE: Final = re.compile(r"[ \t\r\n]*")
+
+
+def _skip_space(text: str, position: int) -> int:
+    match = _SPACE.match(text, position)
+    return match.end() if match else position

@@ -23,6 +23,7 @@ __all__ = [
     "MAX_FRAME_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_LINE_BYTES",
+    "MAX_MESSAGE_BYTES",
     "MAX_OPEN_ENTITIES",
     "MAX_WARNINGS",
 ]
@@ -34,6 +35,11 @@ MAX_FRAME_BYTES: Final = 16 * 1024 * 1024
 MAX_LINE_BYTES: Final = 16 * 1024 * 1024
 """Longest JSONL line, in bytes (setting ``max_line_bytes``;
 :class:`~aguikit.errors.LimitExceededError`)."""
+
+MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
+"""Largest protobuf event message behind one length prefix, in bytes (setting
+``max_message_bytes``; :class:`~aguikit.errors.LimitExceededError`), checked against the
+prefix before the payload is buffered."""
 
 MAX_JSON_DEPTH: Final = 256
 """

@@ -30,6 +30,7 @@ _STAGE_TITLES: Final = {
     Stage.DECODER: "Decoding bytes, and the safety limits",
     Stage.TRANSPORT: "HTTP",
     Stage.PRODUCER: "Producing a stream (aguikit.server.RunWriter)",
+    Stage.CHECKER: "What `aguikit check` looks at beyond the pipeline",
 }
 
 _REPORTED_AS: Final = {
@@ -43,7 +44,10 @@ _REPORTED_AS: Final = {
     Stage.APPLIER: "a `SessionWarning` whose `code` is the symbol, or an error where noted",
     Stage.DECODER: "`aguikit.errors.DecodeError` / `LimitExceededError` (source, line or frame, "
     "byte offset)",
-    Stage.TRANSPORT: "`aguikit.errors.TransportError` and its subclasses",
+    Stage.TRANSPORT: "`aguikit.errors.TransportError` and its subclasses; the timing rules "
+    "(`T004`-`T006`) are findings of `aguikit check URL`, thresholds in docs/check.md",
+    Stage.CHECKER: "a finding of `aguikit check` (`aguikit.checker.Finding`), never an "
+    "exception: the library accepts these streams",
     Stage.PRODUCER: "a `SessionWarning` in `RunWriter.warnings` whose `code` is the symbol, "
     "and a record on the `aguikit.server` logger",
 }

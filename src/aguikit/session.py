@@ -24,6 +24,19 @@ the ``aguikit`` logger.  A clean stream produces none; a hostile one may earn a 
 event, so the list keeps the first ``max_warnings`` and :attr:`Session.warning_count`
 counts them all (:attr:`Session.last_warnings` has each feed's own, however many).
 
+*Recovering, for a checker.*  ``recover=True`` keeps the session going after a protocol or
+schema error: the failing input is treated as not delivered (the verifier already leaves
+its state as it was) and the next :meth:`~Session.feed` is judged as if it had never
+arrived.  That is what ``aguikit check`` needs to report every violation of a stream, not
+only the first; a library consumer keeps the default, because what follows an impossible
+event may only be a consequence of it (the chunk normalizer, unlike the verifier, may
+already have taken part of the failing input into account).
+
+*Outcomes.*  Every run the stream opens gets a :class:`RunOutcome` in :attr:`Session.runs`:
+finished, errored (with the producer's message and code), interrupted (with the
+interrupts it waits on), cancelled, or still running.  A consumer that only wants to know
+"did my run succeed?" reads ``session.runs[-1].status``.
+
 *Truncation is an error.*  :meth:`Session.finish` raises
 :class:`~aguikit.errors.TruncatedStreamError` when the stream ended inside a run: a run
 with no outcome must not be reported as having succeeded (the corpus's
@@ -40,7 +53,17 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from ._generated.models import Event, Interrupt, Message, ReasoningMessage
+from ._generated.models import (
+    Event,
+    Interrupt,
+    Message,
+    ReasoningMessage,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunStartedEvent,
+)
 from ._generated.registry import PROTOCOL_VERSION
 from ._guard import malformed_event
 from .apply import Applier
@@ -53,9 +76,13 @@ from .patch import UNSET
 from .receiver import Receiver
 from .verify import Verifier
 
-__all__ = ["Session", "SessionWarning", "Update"]
+__all__ = ["RunOutcome", "RunStatus", "Session", "SessionWarning", "Update"]
+
+RunStatus = Literal["running", "finished", "error", "interrupted", "cancelled"]
+"""How a run ended, or ``running`` while it has not."""
 
 LOGGER: Final = logging.getLogger("aguikit")
+_LIFECYCLE: Final = frozenset({RunStartedEvent, RunFinishedEvent, RunErrorEvent})
 
 
 @attrs.frozen
@@ -110,6 +137,33 @@ class SessionWarning:
         return RULES_BY_SYMBOL[self.code].id
 
 
+@attrs.frozen
+class RunOutcome:
+    """
+    How one run of the stream ended: what a consumer, or ``aguikit check``, reports per run.
+
+    A ``RUN_ERROR`` is valid protocol, so a stream that ends in one is not a broken stream,
+    but it is a run that failed; keeping the outcome lets a caller tell the two apart
+    without re-reading the events.  ``started_at`` and ``ended_at`` are the 0-based indexes
+    of the inputs that opened and closed the run (``started_at`` is ``None`` for a
+    ``RUN_ERROR`` that arrived before any ``RUN_STARTED``).
+
+    .. versionadded:: 0.3.0
+    """
+
+    run_id: str | None
+    thread_id: str | None
+    status: RunStatus
+    started_at: int | None = None
+    ended_at: int | None = None
+    message: str | None = None
+    """The producer's ``RUN_ERROR.message``."""
+    code: str | None = None
+    """The producer's ``RUN_ERROR.code``, when it sent one."""
+    interrupts: tuple[Interrupt, ...] = ()
+    """What an interrupted run waits on."""
+
+
 class Session:
     """
     Consume one AG-UI stream: feed events (typed or raw dicts), read messages and state.
@@ -134,6 +188,12 @@ class Session:
             in :attr:`warning_count`, logged and reported in :attr:`last_warnings`.
         collect_issues: Record in :attr:`last_issues` every way each raw dict breaks the
             strict schema, before the receiver repairs it (what a checker reports).
+        recover: After a protocol or schema error, treat the failing input as not
+            delivered and keep judging the inputs after it, instead of keeping the error
+            and re-raising it (the default, for consumers).  For checkers that report
+            every violation; later errors may be consequences of the first.
+
+    .. versionchanged:: 0.3.0  ``recover``; outcomes in :attr:`runs`.
     """
 
     def __init__(
@@ -150,7 +210,10 @@ class Session:
         max_open_entities: int = MAX_OPEN_ENTITIES,
         max_warnings: int = MAX_WARNINGS,
         collect_issues: bool = False,
+        recover: bool = False,
     ) -> None:
+        self._recover = recover
+        self._runs: list[RunOutcome] = []
         self._warnings: list[SessionWarning] = []
         self._warning_count = 0
         self._max_warnings = max_warnings
@@ -250,6 +313,11 @@ class Session:
         return self._receiver.last_issues
 
     @property
+    def runs(self) -> list[RunOutcome]:
+        """Every run the stream opened (or failed before opening), in order, with its outcome."""
+        return list(self._runs)
+
+    @property
     def error(self) -> AguiError | None:
         """The fatal error that ended the stream, if one did."""
         return self._error
@@ -305,7 +373,7 @@ class Session:
         except AguiError as error:
             self._last = []
             error.event_index = index
-            self._error = error
+            self._fail(error)
             raise
         except (TypeError, AttributeError, ValueError, RecursionError) as exc:
             # A typed event holding a value no wire document could (a float protocol
@@ -313,7 +381,7 @@ class Session:
             self._last = []
             malformed = malformed_event(event, exc)
             malformed.event_index = index
-            self._error = malformed
+            self._fail(malformed)
             raise malformed from None
         return self._apply(expanded, index)
 
@@ -345,7 +413,7 @@ class Session:
                     verifier.verify(item)
         except AguiError as error:
             error.event_index = self._index
-            self._error = error
+            self._fail(error)
             raise
         updates = self._apply(expanded, None)
         if self._verifier is not None:
@@ -353,9 +421,56 @@ class Session:
                 self._verifier.finish()
             except AguiError as error:
                 error.event_index = self._index  # where the stream ended: one past the last
-                self._error = error
+                self._fail(error)
                 raise
         return updates
+
+    def _fail(self, error: AguiError) -> None:
+        """Keep ``error`` as fatal, unless this session recovers (a checker's)."""
+        if not self._recover:
+            self._error = error
+
+    def _record(self, event: Event, index: int | None) -> None:
+        """Keep each run's outcome as its lifecycle events are delivered."""
+        runs = self._runs
+        current = runs[-1] if runs and runs[-1].status == "running" else None
+        if isinstance(event, RunStartedEvent):
+            runs.append(RunOutcome(event.run_id, event.thread_id, "running", started_at=index))
+        elif isinstance(event, RunFinishedEvent):
+            outcome = event.outcome
+            status: RunStatus = "finished"
+            interrupts: tuple[Interrupt, ...] = ()
+            if isinstance(outcome, RunFinishedInterruptOutcome):
+                status, interrupts = "interrupted", tuple(outcome.interrupts)
+            elif isinstance(outcome, RunFinishedCancelledOutcome):
+                status = "cancelled"
+            ended = RunOutcome(
+                event.run_id,
+                event.thread_id,
+                status,
+                current.started_at if current is not None else None,
+                index,
+                interrupts=interrupts,
+            )
+            if current is not None:
+                runs[-1] = ended
+            else:
+                runs.append(ended)
+        elif isinstance(event, RunErrorEvent):
+            # Closes the running run.  One that failed before starting is a run of its own
+            # with no id; a late error after RUN_FINISHED is recorded beside that run's
+            # outcome (same ids), never overwriting it.
+            last = runs[-1] if runs else None
+            base = current or RunOutcome(
+                last.run_id if last else None, last.thread_id if last else None, "error"
+            )
+            failed = attrs.evolve(
+                base, status="error", ended_at=index, message=event.message, code=event.code
+            )
+            if current is not None:
+                runs[-1] = failed
+            else:
+                runs.append(failed)
 
     @property
     def last_delivered(self) -> list[Event]:
@@ -392,8 +507,10 @@ class Session:
             except AguiError as error:
                 # Only a shape the boundary trusted (validate=False) gets here: fatal.
                 error.event_index = index
-                self._error = error
+                self._fail(error)
                 raise
+            if type(item) in _LIFECYCLE:
+                self._record(item, index)
             updates.append(Update(item, change))
             if keep:
                 self._delivered.append(item)

@@ -11,8 +11,9 @@ serving once:
 * the body is read with :mod:`aguikit.jsonio` and validated against ``RunAgentInput``
   (``400`` when it is not JSON, ``422`` listing every problem with its JSON pointer);
 * ``Accept`` picks the framing: SSE by default (frames byte-identical to the official
-  SDK's ``EventEncoder``), JSONL for ``application/jsonl`` / ``application/x-ndjson``;
-  the protobuf media type gets ``406`` until it has its own implementation;
+  SDK's ``EventEncoder``), JSONL for ``application/jsonl`` / ``application/x-ndjson``,
+  and length-prefixed protobuf (``application/vnd.ag-ui.event+proto``, the bytes
+  ``@ag-ui/proto`` writes) for a client that prefers it; ``406`` when none is acceptable;
 * ``Cache-Control: no-cache``, ``X-Accel-Buffering: no`` (nginx) and
   ``Connection: keep-alive``; an SSE comment after ``keepalive`` seconds of silence;
 * every event is sent as it is written (one ASGI body message, which the server flushes);
@@ -38,8 +39,10 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .._generated.models import RunAgentInput
+from ..encode import encode_proto
 from ..errors import DecodeError
 from ..jsonio import loads
+from ..proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from ..transport import jsonl, sse
 from ..validate import is_valid, iter_schema_errors
 from ..wire import parse_run_agent_input
@@ -51,8 +54,8 @@ __all__ = ["PROTOBUF_MEDIA_TYPE", "Handler", "agui_endpoint", "create_app", "neg
 Handler = Callable[[RunAgentInput, RunWriter], Awaitable[None]]
 """``async def handler(input, run)``: answer one run request by emitting on ``run``."""
 
-PROTOBUF_MEDIA_TYPE: Final = "application/vnd.ag-ui.event+proto"
-"""The AG-UI protobuf framing, not served yet: a request that accepts only it gets 406."""
+PROTOBUF_MEDIA_TYPE: Final = PROTO_MEDIA_TYPE
+"""The AG-UI protobuf framing (:mod:`aguikit.proto`), served when ``Accept`` prefers it."""
 
 _JSONL_TYPES: Final = ("application/jsonl", "application/x-ndjson")
 _SSE_RANGES: Final = (sse.MEDIA_TYPE, "text/*", "*/*")
@@ -71,7 +74,8 @@ _DONE: Final[Any] = object()
 def negotiate(accept: str | None) -> str | None:
     """
     The media type to answer with for an ``Accept`` header: ``text/event-stream``, a JSONL
-    type, or ``None`` when nothing the endpoint serves is acceptable (406).
+    type, the protobuf type, or ``None`` when nothing the endpoint serves is acceptable
+    (406).
 
     The highest ``q`` wins, the earlier range on a tie; no header means SSE.
     """
@@ -93,7 +97,7 @@ def negotiate(accept: str | None) -> str | None:
     for _, _, media in sorted(ranges):
         if media in _SSE_RANGES:
             return sse.MEDIA_TYPE
-        if media in _JSONL_TYPES:
+        if media in _JSONL_TYPES or media == PROTOBUF_MEDIA_TYPE:
             return media
     return None
 
@@ -157,7 +161,11 @@ class EventStreamResponse(Response):
         self.queue_size = queue_size
         self.snapshot_every = snapshot_every
         self.encode: Callable[[Mapping[str, Any]], bytes] = (
-            sse.encode_bytes if media_type == sse.MEDIA_TYPE else _jsonl_bytes
+            sse.encode_bytes
+            if media_type == sse.MEDIA_TYPE
+            else encode_proto
+            if media_type == PROTOBUF_MEDIA_TYPE
+            else _jsonl_bytes
         )
         self.disconnected = False
         """Whether the client went away before the stream ended."""
@@ -356,8 +364,8 @@ def agui_endpoint(
             return _problem(
                 406,
                 "no acceptable framing",
-                detail=f"this endpoint serves {sse.MEDIA_TYPE}, {', '.join(_JSONL_TYPES)}; "
-                f"{PROTOBUF_MEDIA_TYPE} is not supported yet",
+                detail=f"Accept: {request.headers.get('accept')!r}; this endpoint serves "
+                f"{sse.MEDIA_TYPE}, {', '.join(_JSONL_TYPES)} and {PROTOBUF_MEDIA_TYPE}",
             )
         run_input = await _read_input(request)
         if isinstance(run_input, Response):

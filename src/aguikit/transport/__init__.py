@@ -4,6 +4,9 @@ Transports: how AG-UI events travel as bytes.  Bytes in, wire dicts out, and bac
 * :mod:`aguikit.transport.sse` - Server-Sent Events, what agents speak over HTTP: an
   incremental WHATWG-conformant decoder and the frame writer a server streams with.
 * :mod:`aguikit.transport.jsonl` - one event per line, for recordings and pipelines.
+* :mod:`aguikit.transport.proto` - the binary transport's 4-byte length-prefixed frames
+  (``application/vnd.ag-ui.event+proto``); imported on its own, since its ``iter_frames``
+  would shadow SSE's here.  What a frame's payload means is :mod:`aguikit.proto`'s job.
 * :mod:`aguikit.transport.http` - the one HTTP fetch: POST a run request, check the
   answer's status and content type, hand over its bytes (imported on its own, because it
   pulls in ``httpx``).

@@ -3,32 +3,53 @@ The one HTTP fetch of aguikit: POST a run request, check the answer, hand over i
 
 Everything that talks to a live agent (:class:`aguikit.client.AgentClient`, ``aguikit
 check URL``) needs the same few steps done the same way: POST a JSON body with
-``Accept: text/event-stream``, refuse a non-2xx answer with the start of its body, refuse
-a 2xx answer that is not an event stream, and turn every ``httpx`` failure, before or
+``Accept: text/event-stream`` (or, when asked, with the binary transport
+``application/vnd.ag-ui.event+proto`` too), refuse a non-2xx answer with the start of its
+body, refuse a 2xx answer in a media type it did not ask for, tell the caller which one
+the agent chose, and turn every ``httpx`` failure, before or
 during the body, into a typed :class:`~aguikit.errors.TransportError`.  They are done
-here, once; the caller decodes the bytes with :mod:`aguikit.transport.sse` and decides what
-the events mean.
+here, once; the caller decodes the bytes (:mod:`aguikit.transport.sse`, or the frames of
+:mod:`aguikit.transport.proto`) and decides what the events mean.
 
 Closing is part of the contract: leaving the iteration early (``break``, ``close()``,
 ``aclose()``, cancelling the task) closes the response and with it the connection, so the
 agent sees the client go and can stop spending tokens.
 
 What it deliberately does not do: build or validate the request body (the client's job,
-floors above, where the models are), retry, or reconnect.
+floors above, where the models are), retry, or reconnect (the client reconnects, with
+``Last-Event-ID`` among the ``headers`` it passes).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Generator, Mapping
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from typing import Any, Final
 
 import httpx
 
 from ..errors import ContentTypeError, HTTPStatusError, TransportError
 from ..jsonio import loads
+from .proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from .sse import MEDIA_TYPE
 
-__all__ = ["DEFAULT_TIMEOUT", "aget_json", "apost_stream", "post_stream"]
+__all__ = [
+    "BOTH",
+    "DEFAULT_TIMEOUT",
+    "SSE_ONLY",
+    "ResponseHook",
+    "aget_json",
+    "apost_stream",
+    "post_stream",
+]
+
+SSE_ONLY: Final = (MEDIA_TYPE,)
+"""The default ``accept``: what every AG-UI agent speaks."""
+
+BOTH: Final = (PROTO_MEDIA_TYPE, MEDIA_TYPE)
+"""Binary preferred, SSE accepted: the agent picks, the ``Content-Type`` says which."""
+
+ResponseHook = Callable[[int, Mapping[str, str]], None]
+"""Called with the status code and headers as soon as the agent's answer begins."""
 
 DEFAULT_TIMEOUT: Final = 60.0
 """Seconds; the read timeout applies between chunks, so a slow agent that keeps talking is
@@ -38,8 +59,8 @@ _ERROR_BODY_BYTES: Final = 4096
 """How much of a non-2xx body is read for the error: enough to show why, never all of it."""
 
 
-def _headers(extra: Mapping[str, str] | None) -> dict[str, str]:
-    return {**(extra or {}), "Content-Type": "application/json", "Accept": MEDIA_TYPE}
+def _headers(extra: Mapping[str, str] | None, accept: Sequence[str]) -> dict[str, str]:
+    return {**(extra or {}), "Content-Type": "application/json", "Accept": ", ".join(accept)}
 
 
 def _media_type(response: httpx.Response) -> str | None:
@@ -52,9 +73,20 @@ def _describe(exc: httpx.HTTPError) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-def _check_content_type(response: httpx.Response, url: str) -> None:
-    if _media_type(response) != MEDIA_TYPE:
-        raise ContentTypeError(response.headers.get("content-type"), url=url)
+def _check_content_type(
+    response: httpx.Response,
+    url: str,
+    accept: Sequence[str],
+    on_media_type: Callable[[str], None] | None,
+    required: bool,
+) -> None:
+    media = _media_type(response)
+    if media is None or media not in accept:
+        if required:
+            raise ContentTypeError(response.headers.get("content-type"), url=url)
+        return
+    if on_media_type is not None:
+        on_media_type(media)
 
 
 def post_stream(
@@ -64,13 +96,14 @@ def post_stream(
     headers: Mapping[str, str] | None = None,
     timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
     transport: httpx.BaseTransport | None = None,
+    accept: Sequence[str] = SSE_ONLY,
+    on_media_type: Callable[[str], None] | None = None,
+    on_response: ResponseHook | None = None,
+    require_event_stream: bool = True,
     on_headers: Callable[[httpx.Headers], None] | None = None,
 ) -> Generator[bytes, None, None]:
     """
     POST ``body`` as JSON to ``url`` and yield the event stream's bytes as they arrive.
-
-    ``on_headers`` is called with a 2xx event stream's headers before its first byte (the
-    client reads whether the server can resume it from them).
 
     Args:
         url: The agent endpoint.
@@ -79,17 +112,38 @@ def post_stream(
         timeout: Seconds, or an ``httpx.Timeout``.
         transport: An ``httpx`` transport to use instead of the network (an ASGI app in
             tests, a mock).
+        accept: The media types asked for, in order of preference (:data:`SSE_ONLY`,
+            :data:`BOTH`); an answer in any other is a :class:`ContentTypeError`.
+        on_media_type: Called with the media type the agent chose, before the first
+            byte is yielded, so the caller can pick the decoder (only when it is one of
+            ``accept``).
+        on_response: Told the status and headers before anything else happens: a checker
+            reports what the agent answered (and when) without a second fetch.
+        require_event_stream: Refuse a 2xx answer in a media type not in ``accept``
+            (a client must); ``False`` hands its bytes over anyway, so a checker can
+            report the content type *and* what the body holds.
+        on_headers: Called with an accepted 2xx answer's headers (after the media type is
+            checked), before its first byte: the client reads from them whether the server
+            can resume the stream (``X-AGUI-Resume``).
 
     Raises:
         HTTPStatusError: The agent answered non-2xx (the error holds the body's start).
-        ContentTypeError: The agent answered 2xx with something other than SSE.
+        ContentTypeError: The agent answered 2xx in a media type not in ``accept`` (only
+            with ``require_event_stream``).
         TransportError: The connection failed, before or during the body.
+
+    .. versionchanged:: 0.3.0  ``accept``, ``on_media_type``, ``on_response``,
+       ``require_event_stream``, ``on_headers``.
     """
     try:
         with (
             httpx.Client(timeout=timeout, transport=transport) as client,
-            client.stream("POST", url, json=dict(body), headers=_headers(headers)) as response,
+            client.stream(
+                "POST", url, json=dict(body), headers=_headers(headers, accept)
+            ) as response,
         ):
+            if on_response is not None:
+                on_response(response.status_code, response.headers)
             if not response.is_success:
                 start = bytearray()
                 for chunk in response.iter_bytes():
@@ -98,7 +152,7 @@ def post_stream(
                         break
                 text = bytes(start[:_ERROR_BODY_BYTES]).decode("utf-8", "replace")
                 raise HTTPStatusError(response.status_code, text, url=url)
-            _check_content_type(response, url)
+            _check_content_type(response, url, accept, on_media_type, require_event_stream)
             if on_headers is not None:
                 on_headers(response.headers)
             yield from response.iter_bytes()
@@ -113,6 +167,10 @@ async def apost_stream(
     headers: Mapping[str, str] | None = None,
     timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
     transport: httpx.AsyncBaseTransport | None = None,
+    accept: Sequence[str] = SSE_ONLY,
+    on_media_type: Callable[[str], None] | None = None,
+    on_response: ResponseHook | None = None,
+    require_event_stream: bool = True,
     on_headers: Callable[[httpx.Headers], None] | None = None,
 ) -> AsyncGenerator[bytes, None]:
     """
@@ -124,8 +182,12 @@ async def apost_stream(
     try:
         async with (
             httpx.AsyncClient(timeout=timeout, transport=transport) as client,
-            client.stream("POST", url, json=dict(body), headers=_headers(headers)) as response,
+            client.stream(
+                "POST", url, json=dict(body), headers=_headers(headers, accept)
+            ) as response,
         ):
+            if on_response is not None:
+                on_response(response.status_code, response.headers)
             if not response.is_success:
                 start = bytearray()
                 async for chunk in response.aiter_bytes():
@@ -134,7 +196,7 @@ async def apost_stream(
                         break
                 text = bytes(start[:_ERROR_BODY_BYTES]).decode("utf-8", "replace")
                 raise HTTPStatusError(response.status_code, text, url=url)
-            _check_content_type(response, url)
+            _check_content_type(response, url, accept, on_media_type, require_event_stream)
             if on_headers is not None:
                 on_headers(response.headers)
             async for chunk in response.aiter_bytes():

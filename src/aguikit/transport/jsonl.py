@@ -59,6 +59,7 @@ class JSONLDecoder:
         "_offset",
         "_pending",
         "_pending_len",
+        "_positions",
         "_started",
         "source",
     )
@@ -79,6 +80,18 @@ class JSONLDecoder:
         self._line = 0  # lines fully consumed
         self._started = False
         self._failed: DecodeError | None = None
+        self._positions: list[tuple[int, int]] = []
+
+    @property
+    def last_positions(self) -> list[tuple[int, int]]:
+        """
+        ``(line, byte_offset)`` of each object the latest :meth:`feed` or :meth:`close`
+        returned, in order: where a checker says an event was (1-based line, the line's
+        first byte).
+
+        .. versionadded:: 0.3.0
+        """
+        return self._positions
 
     def feed(self, chunk: bytes) -> list[dict[str, Any]]:
         """
@@ -90,6 +103,7 @@ class JSONLDecoder:
         """
         if self._failed is not None:
             raise self._failed
+        self._positions = []
         if not chunk:
             return []
         last = chunk.rfind(b"\n")
@@ -134,6 +148,7 @@ class JSONLDecoder:
         """
         if self._failed is not None:
             raise self._failed
+        self._positions = []
         out: list[dict[str, Any]] = []
         if self._pending:
             raw = b"".join(self._pending)
@@ -169,15 +184,11 @@ class JSONLDecoder:
                 offset += len(_BOM)
         if not raw or raw.isspace():
             return
-        out.append(
-            loads_object(
-                raw,
-                max_depth=self._max_depth,
-                source=self.source,
-                line=self._line,
-                byte_offset=offset,
-            )
+        obj = loads_object(
+            raw, max_depth=self._max_depth, source=self.source, line=self._line, byte_offset=offset
         )
+        self._positions.append((self._line, offset))
+        out.append(obj)
 
 
 def iter_jsonl(

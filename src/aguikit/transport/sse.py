@@ -40,11 +40,12 @@ import attrs
 
 from ..catalogue import DECODE_RULES
 from ..errors import DecodeError, LimitExceededError
-from ..jsonio import dumps_wire, loads_object
+from ..jsonio import dumps_wire, loads_object, utf8
 from ..limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
+    "MAX_RETRY",
     "MEDIA_TYPE",
     "Frame",
     "SSEDecoder",
@@ -62,6 +63,11 @@ MEDIA_TYPE: Final = "text/event-stream"
 DEFAULT_MAX_FRAME_BYTES: Final = MAX_FRAME_BYTES
 """Largest frame accepted, in bytes including line ends (setting ``max_frame_bytes``)."""
 
+MAX_RETRY: Final = 2**63 - 1
+"""The ``retry`` a frame reports when its field held a larger number (any size is valid)."""
+
+_RETRY_DIGITS: Final = 18
+_JSON_LINES_KEPT: Final = 3
 _BOM: Final = b"\xef\xbb\xbf"
 _CR: Final = 13
 _COLON: Final = 58
@@ -76,7 +82,10 @@ class Frame:
     persists until another replaces it, as in ``EventSource``); ``retry`` is set only when
     this frame carried a valid ``retry:`` field.  ``number`` counts dispatched frames from 1
     (comment-only keep-alives are not frames); ``byte_offset`` is where the frame's first
-    line starts in the stream, counting a leading BOM.
+    line starts in the stream, counting a leading BOM; ``line`` is the 1-based number of
+    that line (LF, CR and CRLF each end one), what an editor shows.
+
+    .. versionchanged:: 0.3.0  ``line``.
     """
 
     data: str
@@ -85,6 +94,7 @@ class Frame:
     retry: int | None = None
     number: int = 0
     byte_offset: int = 0
+    line: int = 0
 
 
 class SSEDecoder:
@@ -110,9 +120,12 @@ class SSEDecoder:
         "_failed",
         "_fields_seen",
         "_frame_bytes",
+        "_frame_line",
         "_frame_start",
         "_frames",
+        "_json_lines",
         "_last_id",
+        "_line",
         "_max",
         "_offset",
         "_pending",
@@ -141,11 +154,25 @@ class SSEDecoder:
         self._frame_bytes = 0
         self._frames = 0
         self._failed: DecodeError | None = None
+        self._line = 0  # lines consumed
+        self._frame_line = 0
+        self._json_lines: list[tuple[int, int]] = []
 
     @property
     def frames_decoded(self) -> int:
         """How many frames have been dispatched so far."""
         return self._frames
+
+    @property
+    def json_lines(self) -> list[tuple[int, int]]:
+        """
+        ``(line, byte_offset)`` of the first few lines that look like a bare JSON document
+        (``{...}``) rather than a field: the standard ignores them as unknown fields, so a
+        file of JSONL named ``.sse`` decodes to nothing, and a checker says why instead.
+
+        .. versionadded:: 0.3.0
+        """
+        return list(self._json_lines)
 
     @property
     def bytes_consumed(self) -> int:
@@ -217,6 +244,19 @@ class SSEDecoder:
             if out:
                 return out
             raise
+        except (ValueError, TypeError, OverflowError, MemoryError) as exc:
+            # No field value may escape as a bare Python error: the decoder only ever
+            # raises located aguikit errors, and stays failed after one.
+            self._failed = DecodeError(
+                f"could not decode frame {self._frames + 1}: {exc}",
+                rule=DECODE_RULES["json"],
+                source=self.source,
+                frame=self._frames + 1,
+                byte_offset=self._frame_start if self._frame_start >= 0 else self._offset,
+            )
+            if out:
+                return out
+            raise self._failed from None
         return out
 
     def close(self) -> list[Frame]:
@@ -290,6 +330,7 @@ class SSEDecoder:
             for raw in block.splitlines(keepends=True):
                 size = len(raw)
                 line = raw.rstrip(b"\r\n")
+                self._line += 1
                 if not line:
                     if self._fields_seen or self._frame_start >= 0:
                         self._dispatch(out)
@@ -297,6 +338,7 @@ class SSEDecoder:
                     continue
                 if self._frame_start < 0:
                     self._frame_start = offset
+                    self._frame_line = self._line
                 self._frame_bytes += size
                 if self._frame_bytes > self._max:
                     self._too_big(self._frame_bytes)
@@ -327,7 +369,12 @@ class SSEDecoder:
             if "\x00" not in text:
                 self._last_id = text
         elif name == b"retry" and value.isdigit():
-            self._retry = int(value)
+            # Any number of ASCII digits is a valid reconnection time; Python refuses to
+            # parse more than 4300 of them, so a longer one is clamped, never an error.
+            digits = value.lstrip(b"0") or b"0"
+            self._retry = int(digits) if len(digits) <= _RETRY_DIGITS else MAX_RETRY
+        elif name[:1] in (b"{", b"[") and len(self._json_lines) < _JSON_LINES_KEPT:
+            self._json_lines.append((self._line, offset))
         # Any other field name is ignored, as the standard requires.
 
     def _dispatch(self, out: list[Frame]) -> None:
@@ -342,6 +389,7 @@ class SSEDecoder:
                     retry=self._retry,
                     number=self._frames,
                     byte_offset=self._frame_start,
+                    line=self._frame_line,
                 )
             )
             self._data = []
@@ -460,8 +508,10 @@ def encode(wire: Mapping[str, Any]) -> str:
 
     The result is byte-for-byte what ``ag_ui.encoder.EventEncoder().encode()`` produces for
     the same event (compact separators, UTF-8 rather than ``\\u`` escapes, the SDK's member
-    order for the envelope).  Compact JSON never contains a line end, so one ``data:`` line
-    always suffices.  Typed events: :func:`aguikit.encode.encode_sse`.
+    order for the envelope, pydantic's float layout) when nested objects are already in the
+    SDK's member order; this floor knows no models, so :func:`aguikit.encode.encode_sse`
+    puts them in that order (and validates) first.  Compact JSON never contains a line
+    end, so one ``data:`` line always suffices.
 
     Raises:
         WireFormatError, TypeError: As :func:`dumps`.
@@ -470,5 +520,10 @@ def encode(wire: Mapping[str, Any]) -> str:
 
 
 def encode_bytes(wire: Mapping[str, Any]) -> bytes:
-    """:func:`encode`, as the UTF-8 bytes a streaming response writes."""
-    return encode(wire).encode("utf-8")
+    """
+    :func:`encode`, as the UTF-8 bytes a streaming response writes.
+
+    Raises:
+        WireFormatError: As :func:`encode`, and for a lone surrogate, which has no UTF-8.
+    """
+    return utf8(encode(wire), wire.get("type"))
