@@ -113,9 +113,11 @@ def lint(session: nox.Session) -> None:
 @nox.session(tags=["check"])
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on src/ (generated code included: it is typed like the rest)."""
-    # The optional extras too: the server speaks Starlette, interop the official SDK, the
-    # pytest plugin pytest; the protobuf stubs type the generated agui_pb2 and its callers.
-    session.install("-e", ".[server,sdk,testing]", "mypy", "types-jsonschema", "types-protobuf")
+    # The optional extras too: the server speaks Starlette (and Redis), interop the official
+    # SDK, the pytest plugin pytest; the protobuf stubs type the generated agui_pb2.
+    session.install(
+        "-e", ".[server,sdk,redis,testing]", "mypy", "types-jsonschema", "types-protobuf"
+    )
     session.run("mypy", "--strict", str(SRC))
 
 

@@ -60,9 +60,12 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.encode": 16,
     # the top: the HTTP client, the reference renderer, the command line
     "aguikit.client": 17,
+    "aguikit.agent": 17,
     "aguikit.server": 17,
     "aguikit.server.writer": 17,
     "aguikit.server.http": 17,
+    "aguikit.server.eventlog": 17,
+    "aguikit.server.redis_log": 17,
     "aguikit.reference": 18,
     "aguikit.checker": 18,
     "aguikit.report": 18,

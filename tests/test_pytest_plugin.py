@@ -51,7 +51,7 @@ def test_golden(agui_client, agui_trace):
 
 
 def _agent(pytester: pytest.Pytester, words: list[str], rechunk: bool = False) -> None:
-    pytester.makepyfile(test_agent=AGENT.format(words=words, rechunk=rechunk))
+    pytester.makepyfile(test_scripted_agui_agent=AGENT.format(words=words, rechunk=rechunk))
 
 
 def test_snapshot_ids_are_placeholders_too() -> None:

@@ -34,6 +34,8 @@ from aguikit.transport.sse import iter_events
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 EXAMPLE_SERVER = ROOT / "examples" / "fastapi_server.py"
+WEATHER_SERVER = ROOT / "examples" / "weather_todo_server.py"
+"""The server a snippet naming ``weather_todo_server`` runs against (the ``Agent`` tour)."""
 README_URL = "http://127.0.0.1:8000/agent"
 
 pytest_plugins = ("pytester",)
@@ -52,9 +54,10 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def example_server() -> Iterator[str]:
-    """``examples/fastapi_server.py`` served by uvicorn in a thread; yields its agent URL."""
-    spec = importlib.util.spec_from_file_location("readme_example_server", EXAMPLE_SERVER)
+def example_server(path: Path = EXAMPLE_SERVER) -> Iterator[str]:
+    """An example server (``examples/fastapi_server.py`` unless told) served by uvicorn in
+    a thread; yields its agent URL."""
+    spec = importlib.util.spec_from_file_location(f"readme_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -86,9 +89,9 @@ def test_every_python_snippet_of_the_readme_runs_as_written(
 ) -> None:
     """Executed in order, in one namespace, the client one against a real example server."""
     namespace: dict[str, Any] = {"__name__": "readme"}
-    with example_server() as url:
+    with example_server() as url, example_server(WEATHER_SERVER) as weather:
         for number, block in enumerate(python_blocks(), 1):
-            code = block.replace(README_URL, url)
+            code = block.replace(README_URL, weather if "weather_todo_server" in block else url)
             try:
                 exec(compile(code, f"README.md python block {number}", "exec"), namespace)
             except Exception as exc:  # pragma: no cover - the message is the point
@@ -96,6 +99,8 @@ def test_every_python_snippet_of_the_readme_runs_as_written(
 
     out = capsys.readouterr().out
     assert "RUN_FINISHED" in out  # the client snippet streamed a whole run
+    assert "arguments so far: {'city': 'Oslo'}" in out  # the Agent tour's subscriber
+    assert "Thanks, noted: confirmed." in out  # ... and its second turn
 
 
 def _server_snippet() -> str:
@@ -125,7 +130,8 @@ def test_the_readme_pytest_file_runs_as_written(pytester: pytest.Pytester) -> No
     """The "Test your AG-UI server" file, as a user saves it: it records its golden trace
     with --agui-update-traces, then passes against it."""
     (block,) = [b for b in python_blocks() if b.startswith("# test_agent.py")]
-    pytester.makepyfile(test_agent=block)
+    # Named apart from tests/test_agent.py: pytester runs in this process, one module table.
+    pytester.makepyfile(test_readme_agui_agent=block)
 
     pytester.runpytest(*PLUGIN_ARGS, "--agui-update-traces").assert_outcomes(passed=4)
     result = pytester.runpytest(*PLUGIN_ARGS)

@@ -17,7 +17,7 @@ The house, one floor per stage, each importing only the floors below it
 ``encode``, ``transport``   events as SSE, JSONL and protobuf bytes; bytes ⇄ wire dicts
                         (or frames); the HTTP fetch
 ``proto``               events ⇄ ``ag_ui.Event`` protobuf messages, as ``@ag-ui/proto``
-``client``              :class:`AgentClient`, over HTTP
+``client``, ``agent``   :class:`AgentClient`, over HTTP; :class:`Agent`, a conversation
 ``cli``, ``reference``  the ``aguikit`` command and the rendered rule reference
 
 Every error is an :class:`AguiError`.  The names below are loaded when first used, so
@@ -50,6 +50,7 @@ from .errors import (
 
 if TYPE_CHECKING:
     from ._generated.registry import PROTOCOL_VERSION, SCHEMA_ID
+    from .agent import Agent, compact_events
     from .apply import Applier
     from .catalogue import RULES
     from .changes import Changed
@@ -75,6 +76,8 @@ __version__ = "0.1.0"
 _LAZY: Final[dict[str, str]] = {
     "PROTOCOL_VERSION": "._generated.registry",
     "SCHEMA_ID": "._generated.registry",
+    "Agent": ".agent",
+    "compact_events": ".agent",
     "Applier": ".apply",
     "RULES": ".catalogue",
     "Changed": ".changes",
@@ -128,6 +131,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "RULES",
     "SCHEMA_ID",
+    "Agent",
     "AgentClient",
     "AguiError",
     "Applier",
@@ -157,6 +161,7 @@ __all__ = [
     "Verifier",
     "WireFormatError",
     "__version__",
+    "compact_events",
     "converter",
     "dumps_event",
     "encode_proto",

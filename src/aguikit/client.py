@@ -21,32 +21,55 @@ are yielded as they are.  Stopping early is part of the contract: breaking out o
 loop, closing the generator or cancelling the task closes the HTTP response, and with it
 the connection, so the agent sees the client go and can stop spending tokens.
 
-What it deliberately does not do: retry, or reconnect with ``Last-Event-ID``.
+A dropped connection to a resumable endpoint (one that numbers its SSE frames, see
+:mod:`aguikit.server.eventlog`) is resumed with ``Last-Event-ID`` by both runs, and the
+caller sees one continuous stream; ``docs/resume.md`` is the protocol.  Resuming is an SSE
+feature: a binary (protobuf) answer has no frame ids, so it is never reconnected, and a
+reconnect or a join asks for SSE only, even with ``binary=True``.
+
+What it deliberately does not do: retry a request that failed before any answer, or
+reconnect a stream whose frames carry no ids (nothing says where to resume).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import aclosing
+import random
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import aclosing, closing
 from typing import Any, Final
 
 import httpx
 
 from ._generated.models import RunAgentInput
 from ._generated.registry import PROTOCOL_VERSION
+from .catalogue import render_message
+from .errors import HTTPStatusError, TransportError, TruncatedStreamError
 from .limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
 from .proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from .proto import aiter_proto, iter_proto_wire
 from .receiver import omit_newer_members
 from .session import Session, Update
 from .transport.http import BOTH, DEFAULT_TIMEOUT, SSE_ONLY, apost_stream, post_stream
-from .transport.sse import aiter_events, iter_events
+from .transport.sse import Frame, aiter_frames, frame_object, iter_frames
 from .wire import parse_run_agent_input, to_wire
 
 __all__ = ["AgentClient", "Update", "prepare_input"]
 
+_TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
+"""The events after which a run's stream has nothing more to say: no reconnect after one."""
+
+_RESUMABLE: Final = "last-event-id"
+"""The ``X-AGUI-Resume`` value of a server that keeps its runs in an event log."""
+
 _LEGACY_KINDS: Final = (("image/", "image"), ("audio/", "audio"), ("video/", "video"))
+
+
+def _declares_resume(answers: Sequence[httpx.Headers]) -> bool:
+    """Whether a server answer said its runs survive a dropped connection."""
+    return any(_RESUMABLE in h.get("x-agui-resume", "").lower() for h in answers)
 
 
 def _version_key(version: str) -> tuple[int, ...] | None:
@@ -197,10 +220,17 @@ class AgentClient:
         max_depth: Deepest JSON nesting accepted in one event.
         transport: An ``httpx`` transport to use instead of the network (sync runs).
         async_transport: Likewise for async runs.
+        max_reconnects: Consecutive reconnects tried on a dropped resumable stream (see
+            :meth:`aevents`).
+        backoff: Seconds before the first reconnect; doubled for each further one.
+        max_backoff: The cap on that delay.  Each delay is drawn in ``[d/2, d]`` (jitter),
+            so clients cut off together do not come back together.
         binary: Ask for the binary transport too (``Accept:
             application/vnd.ag-ui.event+proto, text/event-stream``) and decode whichever
             the agent answers in.  Off by default: every agent speaks SSE, and an agent
-            that does not know the binary type may refuse the request (406).
+            that does not know the binary type may refuse the request (406).  A binary
+            answer carries no frame ids, so it is not resumed after a drop; reconnects
+            and joins ask for SSE only.
 
     .. versionchanged:: 0.2
        ``binary``: the protobuf transport.
@@ -220,9 +250,15 @@ class AgentClient:
         max_depth: int = MAX_JSON_DEPTH,
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
+        max_reconnects: int = 5,
+        backoff: float = 0.1,
+        max_backoff: float = 5.0,
         binary: bool = False,
     ) -> None:
         self.url = url
+        self.max_reconnects = max_reconnects
+        self.backoff = backoff
+        self.max_backoff = max_backoff
         self.headers = dict(headers or {})
         self.timeout = timeout
         self.verify = verify
@@ -296,29 +332,7 @@ class AgentClient:
         """
         body = self._request(run_input)
         session = self._new_session()
-        chosen: list[str] = []
-        chunks = post_stream(
-            self.url,
-            body,
-            headers=self.headers,
-            timeout=self.timeout,
-            transport=self._transport,
-            accept=BOTH if self.binary else SSE_ONLY,
-            on_media_type=chosen.append,
-        )
-        # The first chunk comes after the headers: by then the agent's choice is known.
-        first = next(chunks, None)
-        stream = itertools.chain(() if first is None else (first,), chunks)
-        if chosen and chosen[0] == PROTO_MEDIA_TYPE:
-            events = iter_proto_wire(stream, source=self.url)
-        else:
-            events = iter_events(
-                stream,
-                source=self.url,
-                max_frame_bytes=self.max_frame_bytes,
-                max_depth=self.max_depth,
-            )
-        for data in events:
+        for data in self.events(body):
             yield from session.feed(data)
         yield from session.finish()
 
@@ -334,39 +348,245 @@ class AgentClient:
         """
         body = self._request(run_input)
         session = self._new_session()
-        chosen: list[str] = []
-        chunks = apost_stream(
-            self.url,
-            body,
-            headers=self.headers,
-            timeout=self.timeout,
-            transport=self._async_transport,
-            accept=BOTH if self.binary else SSE_ONLY,
-            on_media_type=chosen.append,
-        )
-        # An async generator is not closed when dropped: close the request explicitly, so
-        # leaving this loop early closes the connection now, not at garbage collection.
-        async with aclosing(chunks):
-            first = await anext(chunks, None)
-
-            async def stream() -> AsyncIterator[bytes]:
-                if first is not None:
-                    yield first
-                async for chunk in chunks:
-                    yield chunk
-
-            events: AsyncIterator[dict[str, Any]]
-            if chosen and chosen[0] == PROTO_MEDIA_TYPE:
-                events = aiter_proto(stream(), source=self.url)
-            else:
-                events = aiter_events(
-                    stream(),
-                    source=self.url,
-                    max_frame_bytes=self.max_frame_bytes,
-                    max_depth=self.max_depth,
-                )
+        events = self.aevents(body)
+        async with aclosing(events):
             async for data in events:
                 for update in session.feed(data):
                     yield update
         for update in session.finish():
             yield update
+
+    def events(self, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        """
+        The synchronous twin of :meth:`aevents` (what :meth:`run_sync` folds), resuming a
+        dropped resumable stream the same way.
+        """
+        resume = _Resume(self, body)
+        while True:
+            chunks = post_stream(self.url, body, **resume.request(self._transport))
+            failure: TransportError | None = None
+            try:
+                with closing(chunks):  # leaving early closes the connection now
+                    for frame in resume.decode(chunks):
+                        yield from resume.take_all(frame)
+                        if resume.finished:
+                            return
+            except TransportError as error:
+                failure = error
+            if not resume.waited(failure):
+                return
+
+    async def aevents(
+        self, body: Mapping[str, Any], *, join: bool = False
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """
+        POST ``body`` (an already prepared request) and yield the answer's decoded wire
+        dicts, unfolded: the fetch and decode that :meth:`run` and :class:`aguikit.Agent`
+        (whose middleware sits between this and its session) share.
+
+        When the server numbers its frames (``id:``) or declares ``X-AGUI-Resume``, and
+        the connection drops, or the answer ends before ``RUN_FINISHED``/``RUN_ERROR``, the
+        same body is POSTed again with ``Last-Event-ID`` (``0`` when no event had arrived)
+        after a capped exponential backoff with jitter, events already delivered are
+        dropped, and the caller sees one continuous stream.  A stream that is not
+        resumable fails as it always did (resending would start the run twice).  With
+        ``binary=True`` the first request prefers protobuf; a protobuf answer has no frame
+        ids, so it is not resumable, and a reconnect or join asks for SSE only.
+
+        ``join`` follows a run already in progress (``body["runId"]``) rather than
+        starting one: the first request asks for the server's prelude (``Last-Event-ID:
+        0`` and ``X-AGUI-Join: prelude``).
+
+        Raises:
+            HTTPStatusError, ContentTypeError, TransportError, DecodeError: As :meth:`run`.
+            TruncatedStreamError: The stream dropped and could not be resumed (the server
+                refused, or ``max_reconnects`` attempts failed); names the last event.
+        """
+        resume = _Resume(self, body, join=join)
+        while True:
+            chunks = apost_stream(self.url, body, **resume.request(self._async_transport))
+            failure: TransportError | None = None
+            try:
+                # An async generator is not closed when dropped: close the request
+                # explicitly, so leaving this loop early closes the connection now.
+                async with aclosing(chunks), aclosing(resume.adecode(chunks)) as frames:
+                    async for frame in frames:
+                        data = resume.take(frame)
+                        if data is not None:
+                            yield data
+                        if resume.finished:
+                            return
+            except TransportError as error:
+                failure = error
+            delay = resume.after(failure)
+            if delay is None:
+                return
+            await asyncio.sleep(delay)
+
+
+class _Resume:
+    """
+    One request's reconnect bookkeeping, shared by the sync and async loops: the ids
+    delivered, the last event, whether the server can resume, and the backoff.
+    """
+
+    def __init__(self, client: AgentClient, body: Mapping[str, Any], *, join: bool = False) -> None:
+        self.join = join
+        self.client = client
+        self.body = body
+        self.last_id: str | None = None
+        self.last_type: str | None = None
+        self.numbered = False
+        self.delivered: set[str] = set()
+        self.earlier: frozenset[str] = frozenset()
+        self.attempt = 0
+        self.declared: list[httpx.Headers] = []
+        self.finished = False
+        self.requests = 0
+        self.chosen: list[str] = []
+        """The media type the agent chose for the current answer (told by the fetch)."""
+
+    @property
+    def binary_answer(self) -> bool:
+        """The current answer is length-prefixed protobuf: no frame ids, no resuming."""
+        return bool(self.chosen) and self.chosen[-1] == PROTO_MEDIA_TYPE
+
+    @property
+    def resumable(self) -> bool:
+        """The server numbered its SSE frames or declared ``X-AGUI-Resume`` on SSE."""
+        if self.binary_answer:
+            return False
+        return self.numbered or _declares_resume(self.declared)
+
+    def request(self, transport: Any) -> dict[str, Any]:
+        """The fetch's options for the next request (``Last-Event-ID`` on a reconnect)."""
+        self.earlier = frozenset(self.delivered)
+        headers = dict(self.client.headers)
+        if self.resumable or self.join:
+            headers["Last-Event-ID"] = self.last_id or "0"
+        if self.join and self.last_id is None:
+            headers["X-AGUI-Join"] = "prelude"
+        # Binary only on the first request of a new run: a join or a reconnect resumes by
+        # SSE frame id, which the binary transport does not carry.
+        binary = self.client.binary and not self.join and self.requests == 0
+        self.requests += 1
+        self.chosen.clear()
+        return {
+            "headers": headers,
+            "timeout": self.client.timeout,
+            "transport": transport,
+            "accept": BOTH if binary else SSE_ONLY,
+            "on_media_type": self.chosen.append,
+            "on_headers": self.declared.append,
+        }
+
+    def decode(self, chunks: Iterator[bytes]) -> Iterator[Frame | dict[str, Any]]:
+        """The answer's SSE frames, or its protobuf events, by the media type chosen."""
+        # The first chunk comes after the headers: by then the agent's choice is known.
+        first = next(chunks, None)
+        stream = itertools.chain(() if first is None else (first,), chunks)
+        client = self.client
+        if self.binary_answer:
+            yield from iter_proto_wire(stream, source=client.url)
+        else:
+            yield from iter_frames(
+                stream, source=client.url, max_frame_bytes=client.max_frame_bytes
+            )
+
+    async def adecode(
+        self, chunks: AsyncIterator[bytes]
+    ) -> AsyncGenerator[Frame | dict[str, Any], None]:
+        """The asynchronous twin of :meth:`decode` (the caller closes ``chunks``)."""
+        first = await anext(chunks, None)
+
+        async def stream() -> AsyncIterator[bytes]:
+            if first is not None:
+                yield first
+            async for chunk in chunks:
+                yield chunk
+
+        client = self.client
+        if self.binary_answer:
+            async for data in aiter_proto(stream(), source=client.url):
+                yield data
+        else:
+            async for frame in aiter_frames(
+                stream(), source=client.url, max_frame_bytes=client.max_frame_bytes
+            ):
+                yield frame
+
+    def take_all(self, frame: Frame | dict[str, Any]) -> list[dict[str, Any]]:
+        """:meth:`take`, as the list of events to deliver (none or one)."""
+        data = self.take(frame)
+        return [] if data is None else [data]
+
+    def take(self, frame: Frame | dict[str, Any]) -> dict[str, Any] | None:
+        """
+        The frame's event (a protobuf answer's events come decoded), or ``None`` for one
+        delivered before the reconnect.
+        """
+        client = self.client
+        if isinstance(frame, dict):
+            data = frame
+        else:
+            if frame.id is not None:
+                self.numbered = True
+                if frame.id in self.earlier:
+                    return None
+                self.delivered.add(frame.id)
+                self.last_id = frame.id
+            data = frame_object(frame, source=client.url, max_depth=client.max_depth)
+        self.attempt = 0
+        kind = data.get("type")
+        self.last_type = kind if isinstance(kind, str) else None
+        self.finished = self.last_type in _TERMINAL
+        return data
+
+    def after(self, failure: TransportError | None) -> float | None:
+        """
+        The answer ended (``failure`` is ``None``) or failed: the seconds to wait before
+        reconnecting, or ``None`` when the stream is simply over.
+
+        Raises:
+            TransportError: ``failure``, when the stream cannot be resumed at all.
+            TruncatedStreamError: The server refused the resume, or too many failed.
+        """
+        if isinstance(failure, HTTPStatusError):
+            if self.attempt == 0:  # the first request: the answer, not a resume, failed
+                raise failure
+            raise self.unresumable(str(failure)) from failure
+        if not self.resumable:
+            if failure is not None:
+                raise failure
+            return None
+        reason = "the answer ended before the run did" if failure is None else str(failure)
+        self.attempt += 1
+        client = self.client
+        if self.attempt > client.max_reconnects:
+            raise self.unresumable(f"{reason} ({client.max_reconnects} reconnects failed)")
+        delay = min(client.max_backoff, client.backoff * 2 ** (self.attempt - 1))
+        return float(delay) * random.uniform(0.5, 1.0)
+
+    def waited(self, failure: TransportError | None) -> bool:
+        """:meth:`after`, sleeping the delay here (the sync loop); ``False``: over."""
+        delay = self.after(failure)
+        if delay is not None:
+            time.sleep(delay)
+        return delay is not None
+
+    def unresumable(self, reason: str) -> TruncatedStreamError:
+        """The error of a stream that dropped for good, naming the last event received."""
+        run_id = self.body.get("runId")
+        where = (
+            f"after event {self.last_id} ({self.last_type})"
+            if self.last_id
+            else "before its first event"
+        )
+        return TruncatedStreamError(
+            "AGUI-V006",
+            "truncated-stream",
+            f"{render_message('AGUI-V006', entity_id=run_id)}: the connection dropped {where} "
+            f"and the stream could not be resumed: {reason}",
+            event_type=self.last_type,
+            entity_id=run_id if isinstance(run_id, str) else None,
+        )

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
@@ -45,6 +46,7 @@ from ..proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from ..transport import jsonl, sse
 from ..validate import is_valid, iter_schema_errors
 from ..wire import parse_run_agent_input
+from .eventlog import EventLog, prelude
 from .writer import Mode, RunWriter
 
 __all__ = ["PROTOBUF_MEDIA_TYPE", "Handler", "agui_endpoint", "create_app", "negotiate"]
@@ -58,6 +60,13 @@ PROTOBUF_MEDIA_TYPE: Final = PROTO_MEDIA_TYPE
 _JSONL_TYPES: Final = ("application/jsonl", "application/x-ndjson")
 _SSE_RANGES: Final = (sse.MEDIA_TYPE, "text/*", "*/*")
 _KEEPALIVE: Final = b": keep-alive\n\n"
+JOIN_HEADER: Final = "x-agui-join"
+"""``X-AGUI-Join: prelude`` with ``Last-Event-ID``: a late joiner asks for a consistent
+start (see :func:`aguikit.server.eventlog.prelude`) instead of the log."""
+RESUMABLE_HEADER: Final = "x-agui-resume"
+"""Sent (value ``last-event-id``) by an endpoint with an event log: the run survives a
+dropped connection and can be followed again with ``Last-Event-ID``."""
+LOGGER: Final = logging.getLogger("aguikit.server")
 _DONE: Final[Any] = object()
 """Ends the frame queue: the run is over, or the client left."""
 
@@ -134,6 +143,9 @@ class EventStreamResponse(Response):
         keepalive: float | None,
         queue_size: int,
         snapshot_every: int,
+        event_log: EventLog | None = None,
+        resume_after: str | None = None,
+        join_prelude: bool = False,
     ) -> None:
         # As StreamingResponse does: no body, so no Content-Length is declared.
         self.status_code = 200
@@ -157,6 +169,14 @@ class EventStreamResponse(Response):
         )
         self.disconnected = False
         """Whether the client went away before the stream ended."""
+        if event_log is not None and media_type == sse.MEDIA_TYPE:
+            # Tells a client that was cut off before its first event that it may resume.
+            self.raw_headers.append((RESUMABLE_HEADER.encode("latin-1"), b"last-event-id"))
+        self.event_log = event_log
+        self.resume_after = resume_after
+        """With a log: follow the run after this id rather than start it."""
+        self.join_prelude = join_prelude
+        """With a log and ``resume_after``: start with a prelude rather than the log."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         queue: asyncio.Queue[Any] = asyncio.Queue(self.queue_size)
@@ -168,22 +188,20 @@ class EventStreamResponse(Response):
 
         async def produce() -> None:
             try:
-                run = RunWriter(
-                    self.run_input,
-                    sink=sink,
-                    mode=self.mode,
-                    snapshot_every=self.snapshot_every,
-                )
-                async with run:
-                    # Let the writer send RUN_STARTED before the handler fills the queue:
-                    # under many concurrent streams the first event then leaves at once.
-                    await asyncio.sleep(0)
-                    await self.handler(self.run_input, run)
+                await self.run_handler(sink)
             finally:
                 if not self.disconnected:
                     await queue.put(_DONE)
 
-        producer = asyncio.create_task(produce())
+        log = self.event_log
+        if log is None:
+            producer = asyncio.create_task(produce())
+        else:
+            if self.resume_after is None:
+                # Answer only once the run is in the log: a client cut off before its
+                # first event may then resume from "0" on any worker.
+                await _start_logged(self, log).wait()
+            producer = asyncio.create_task(self._follow(log, queue))
 
         async def watch() -> None:
             while True:
@@ -210,6 +228,40 @@ class EventStreamResponse(Response):
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
 
+    async def run_handler(self, sink: Callable[[Mapping[str, Any]], Awaitable[None]]) -> None:
+        """Run the handler on a :class:`RunWriter` writing to ``sink``."""
+        run = RunWriter(
+            self.run_input, sink=sink, mode=self.mode, snapshot_every=self.snapshot_every
+        )
+        async with run:
+            # Let the writer send RUN_STARTED before the handler fills the queue: under
+            # many concurrent streams the first event then leaves at once.
+            await asyncio.sleep(0)
+            await self.handler(self.run_input, run)
+
+    async def _follow(self, log: EventLog, queue: asyncio.Queue[Any]) -> None:
+        """Copy the run's logged events, after ``resume_after``, into the frame queue
+        (after the prelude, for a late joiner that asked for one)."""
+        sse_framing = self.media_type == sse.MEDIA_TYPE
+        after = self.resume_after
+        try:
+            start = await prelude(log, self.run_input.run_id) if self.join_prelude else None
+            if start is not None:
+                events, after = start
+                for number, wire in enumerate(events, 1):
+                    frame = self.encode(wire)
+                    # Only the last frame is numbered: the prelude stands for every
+                    # event up to that id, so a reconnect resumes after it.
+                    if sse_framing and number == len(events):
+                        frame = f"id: {after}\n".encode() + frame
+                    await queue.put(frame)
+            async for event_id, wire in log.follow(self.run_input.run_id, after):
+                frame = self.encode(wire)
+                await queue.put(f"id: {event_id}\n".encode() + frame if sse_framing else frame)
+        finally:
+            if not self.disconnected:
+                await queue.put(_DONE)
+
     async def _pump(self, queue: asyncio.Queue[Any], send: Send) -> None:
         keepalive = self.keepalive
         while True:
@@ -228,6 +280,45 @@ class EventStreamResponse(Response):
             await send({"type": "http.response.body", "body": frame, "more_body": True})
 
 
+_DETACHED: Final[set[asyncio.Task[None]]] = set()
+"""Runs that outlive their connection; held here so the loop does not drop them."""
+
+
+def _start_logged(response: EventStreamResponse, log: EventLog) -> asyncio.Event:
+    """
+    Start the run as a task of its own, writing every event to ``log``: a logged run
+    belongs to the log, not to the connection, so a dropped client does not cancel it
+    (it reconnects and follows on); it ends when the handler does.  Returns an event set
+    once the first event is logged (or the run ended without one).
+    """
+    run_id = response.run_input.run_id
+    logged = asyncio.Event()
+
+    async def sink(wire: Mapping[str, Any]) -> None:
+        await log.append(run_id, wire)
+        logged.set()
+
+    async def produce() -> None:
+        try:
+            await response.run_handler(sink)
+        finally:
+            await log.end(run_id)
+            logged.set()
+
+    task = asyncio.create_task(produce())
+    _DETACHED.add(task)
+    task.add_done_callback(_finished)
+    return logged
+
+
+def _finished(task: asyncio.Task[None]) -> None:
+    """A detached run ended: let it go, and log a handler failure nobody else will see
+    (the stream already carries the writer's ``RUN_ERROR``)."""
+    _DETACHED.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        LOGGER.error("a logged run's handler failed", exc_info=task.exception())
+
+
 def _jsonl_bytes(wire: Mapping[str, Any]) -> bytes:
     return jsonl.encode_line(wire).encode("utf-8")
 
@@ -239,6 +330,7 @@ def agui_endpoint(
     keepalive: float | None = 15.0,
     queue_size: int = 64,
     snapshot_every: int = 0,
+    event_log: EventLog | None = None,
 ) -> Callable[[Request], Awaitable[Response]]:
     """
     Wrap ``handler`` as an HTTP endpoint that answers AG-UI run requests.
@@ -256,6 +348,12 @@ def agui_endpoint(
         queue_size: Frames buffered between the handler and the socket; past it the
             handler's next ``emit`` waits for the client.
         snapshot_every: Passed to each :class:`RunWriter`.
+        event_log: Make runs resumable (see :mod:`aguikit.server.eventlog`): each run
+            is written to the log, each SSE frame carries its ``id:``, a dropped client
+            does not cancel the run, and a request carrying ``Last-Event-ID`` follows the
+            run after that id (``410`` when the log cannot: unknown run, expired, or an
+            id never issued; ``409`` for a run id already started, without the header).
+            ``None`` (the default) keeps a run tied to its one connection.
     """
     if queue_size < 1:
         raise ValueError("queue_size must be at least 1")
@@ -272,6 +370,27 @@ def agui_endpoint(
         run_input = await _read_input(request)
         if isinstance(run_input, Response):
             return run_input
+        resume_after = request.headers.get("last-event-id")
+        if event_log is not None:
+            known = await event_log.resumable(run_input.run_id, resume_after)
+            if resume_after is not None and not known:
+                return _problem(
+                    410,
+                    "the run cannot be resumed from this event id",
+                    detail=f"run {run_input.run_id!r} has no logged events after "
+                    f"{resume_after!r} on this server: unknown run, expired log, or an id "
+                    "this server never issued; start a new run",
+                    runId=run_input.run_id,
+                    lastEventId=resume_after,
+                )
+            if resume_after is None and known:
+                return _problem(
+                    409,
+                    "this run has already started",
+                    detail=f"run {run_input.run_id!r} is running or ran on this server; "
+                    "to follow it send Last-Event-ID (0: from its first event)",
+                    runId=run_input.run_id,
+                )
         return EventStreamResponse(
             handler,
             run_input,
@@ -280,6 +399,9 @@ def agui_endpoint(
             keepalive=keepalive,
             queue_size=queue_size,
             snapshot_every=snapshot_every,
+            event_log=event_log,
+            resume_after=resume_after if event_log is not None else None,
+            join_prelude=request.headers.get(JOIN_HEADER, "").strip().lower() == "prelude",
         )
 
     endpoint.__name__ = getattr(handler, "__name__", "agui_endpoint")

@@ -16,21 +16,31 @@ Closing is part of the contract: leaving the iteration early (``break``, ``close
 agent sees the client go and can stop spending tokens.
 
 What it deliberately does not do: build or validate the request body (the client's job,
-floors above, where the models are), retry, or reconnect.
+floors above, where the models are), retry, or reconnect (the client reconnects, with
+``Last-Event-ID`` among the ``headers`` it passes).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from typing import Any, Final
 
 import httpx
 
 from ..errors import ContentTypeError, HTTPStatusError, TransportError
+from ..jsonio import loads
 from .proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from .sse import MEDIA_TYPE
 
-__all__ = ["BOTH", "DEFAULT_TIMEOUT", "SSE_ONLY", "ResponseHook", "apost_stream", "post_stream"]
+__all__ = [
+    "BOTH",
+    "DEFAULT_TIMEOUT",
+    "SSE_ONLY",
+    "ResponseHook",
+    "aget_json",
+    "apost_stream",
+    "post_stream",
+]
 
 SSE_ONLY: Final = (MEDIA_TYPE,)
 """The default ``accept``: what every AG-UI agent speaks."""
@@ -90,7 +100,8 @@ def post_stream(
     on_media_type: Callable[[str], None] | None = None,
     on_response: ResponseHook | None = None,
     require_event_stream: bool = True,
-) -> Iterator[bytes]:
+    on_headers: Callable[[httpx.Headers], None] | None = None,
+) -> Generator[bytes, None, None]:
     """
     POST ``body`` as JSON to ``url`` and yield the event stream's bytes as they arrive.
 
@@ -111,6 +122,9 @@ def post_stream(
         require_event_stream: Refuse a 2xx answer in a media type not in ``accept``
             (a client must); ``False`` hands its bytes over anyway, so a checker can
             report the content type *and* what the body holds.
+        on_headers: Called with an accepted 2xx answer's headers (after the media type is
+            checked), before its first byte: the client reads from them whether the server
+            can resume the stream (``X-AGUI-Resume``).
 
     Raises:
         HTTPStatusError: The agent answered non-2xx (the error holds the body's start).
@@ -119,7 +133,7 @@ def post_stream(
         TransportError: The connection failed, before or during the body.
 
     .. versionchanged:: 0.3.0  ``accept``, ``on_media_type``, ``on_response``,
-       ``require_event_stream``.
+       ``require_event_stream``, ``on_headers``.
     """
     try:
         with (
@@ -139,6 +153,8 @@ def post_stream(
                 text = bytes(start[:_ERROR_BODY_BYTES]).decode("utf-8", "replace")
                 raise HTTPStatusError(response.status_code, text, url=url)
             _check_content_type(response, url, accept, on_media_type, require_event_stream)
+            if on_headers is not None:
+                on_headers(response.headers)
             yield from response.iter_bytes()
     except httpx.HTTPError as exc:
         raise TransportError(_describe(exc), url=url) from exc
@@ -155,6 +171,7 @@ async def apost_stream(
     on_media_type: Callable[[str], None] | None = None,
     on_response: ResponseHook | None = None,
     require_event_stream: bool = True,
+    on_headers: Callable[[httpx.Headers], None] | None = None,
 ) -> AsyncGenerator[bytes, None]:
     """
     The asynchronous twin of :func:`post_stream`.
@@ -180,7 +197,45 @@ async def apost_stream(
                 text = bytes(start[:_ERROR_BODY_BYTES]).decode("utf-8", "replace")
                 raise HTTPStatusError(response.status_code, text, url=url)
             _check_content_type(response, url, accept, on_media_type, require_event_stream)
+            if on_headers is not None:
+                on_headers(response.headers)
             async for chunk in response.aiter_bytes():
                 yield chunk
     except httpx.HTTPError as exc:
         raise TransportError(_describe(exc), url=url) from exc
+
+
+_ABSENT: Final = frozenset({404, 405, 501})
+"""Statuses that mean "this endpoint offers no such document", not a failure."""
+
+
+async def aget_json(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout: float | httpx.Timeout | None = DEFAULT_TIMEOUT,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> Any:
+    """
+    GET ``url`` and return its JSON body, or ``None`` when the server does not offer it
+    (404, 405, 501): an optional document (an agent's capabilities) that is missing is an
+    answer, not an error.
+
+    Raises:
+        HTTPStatusError: Any other non-2xx answer.
+        DecodeError: A 2xx answer that is not JSON.
+        TransportError: The connection failed.
+    """
+    try:
+        async with httpx.AsyncClient(timeout=timeout, transport=transport) as client:
+            response = await client.get(
+                url, headers={**(headers or {}), "Accept": "application/json"}
+            )
+    except httpx.HTTPError as exc:
+        raise TransportError(_describe(exc), url=url) from exc
+    if response.status_code in _ABSENT:
+        return None
+    if not response.is_success:
+        text = response.content[:_ERROR_BODY_BYTES].decode("utf-8", "replace")
+        raise HTTPStatusError(response.status_code, text, url=url)
+    return loads(response.content.decode("utf-8", "replace"), source=url)

@@ -1,0 +1,245 @@
+"""
+Event logs: every event of a run kept, numbered, so a client that lost its connection can
+ask for what it missed (``Last-Event-ID``) and then follow the run live.
+
+An SSE connection is not a run.  A phone changes network, a proxy cuts an idle socket, a
+load balancer sends the reconnect to another worker; none of that should lose the answer
+the agent is still producing.  So, when an endpoint is given an event log, the run is
+decoupled from the connection: the handler writes each event to the log (the event's
+number there is its SSE ``id:``), and every connection, the first one included, is a
+reader *following* the log from a position.  A reconnect is then the same code as the
+first request, starting after the last id the client saw.
+
+Two logs share one interface (:class:`EventLog`):
+
+* :class:`MemoryEventLog`, the one to pass unless several workers serve the same runs
+  (an endpoint keeps no log unless given one, so its frames stay byte-identical to the
+  SDK encoder's and a disconnect still cancels the run): per process, bounded per run
+  (the oldest events are dropped past ``max_events``, and a resume from before them is
+  refused rather than silently skipping), and a run's log expires ``ttl`` seconds after
+  its last event;
+* :class:`aguikit.server.redis_log.RedisEventLog`: Redis Streams, for several workers or
+  hosts, so that a client reconnecting to another worker resumes the same run.
+
+Ids are decimal integers counting a run's events from 1, the same in both logs, so a
+client treats them as opaque strings and a server can switch logs without changing what
+a client sees.  The log stores wire dicts; the encoding (SSE, JSONL) is the connection's.
+
+What it deliberately does not do: replay a run that was never logged, or keep a run after
+it expired; both are answered ``410 Gone`` by the endpoint, never an empty stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Final, Protocol
+
+import attrs
+
+from ..rules import Family
+from ..session import Session
+from ..verify import Verifier
+from ..wire import to_wire
+
+__all__ = ["EventLog", "MemoryEventLog", "parse_id", "prelude"]
+
+DEFAULT_TTL: Final = 300.0
+"""Seconds a run's log is kept after its last event: long enough to ride out a network
+change, short enough that a busy server's memory follows its live runs."""
+
+DEFAULT_MAX_EVENTS: Final = 100_000
+"""Events kept per run; past it the oldest are dropped (a resume before them is refused)."""
+
+
+def parse_id(event_id: str | None) -> int | None:
+    """The event number an id names, or ``None`` for no id or one this server never issued."""
+    if event_id is None or not event_id.isdigit():
+        return None
+    return int(event_id)
+
+
+class EventLog(Protocol):
+    """What :func:`aguikit.server.agui_endpoint` needs from an event log."""
+
+    async def append(self, run_id: str, wire: Mapping[str, Any]) -> str:
+        """Record the next event of ``run_id``; returns its id."""
+
+    async def end(self, run_id: str) -> None:
+        """Record that ``run_id`` produces nothing more (followers then stop)."""
+
+    async def resumable(self, run_id: str, after: str | None) -> bool:
+        """Whether :meth:`follow` can deliver every event of ``run_id`` after ``after``
+        (``None``: from the first)."""
+
+    async def read(self, run_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """Every event of ``run_id`` logged so far (and retained), in order."""
+
+    def follow(self, run_id: str, after: str | None) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """
+        ``(id, wire)`` for each event after ``after``, then live ones, until the end.
+
+        Ends early, never skipping, when events the reader has not seen were dropped
+        (the window moved past them, or the log expired): the client's reconnect is then
+        refused with ``410`` and it reports the truncation.
+        """
+
+
+@attrs.define
+class _Run:
+    events: deque[tuple[int, dict[str, Any]]]
+    last: int = 0
+    done: bool = False
+    touched: float = 0.0
+    changed: asyncio.Event = attrs.Factory(asyncio.Event)
+
+
+class MemoryEventLog:
+    """
+    An in-process :class:`EventLog`: a bounded deque per run, expiring ``ttl`` seconds
+    after the run's last event (finished or abandoned).
+
+    Args:
+        ttl: Seconds a run is kept after its last event.
+        max_events: Events kept per run.
+    """
+
+    def __init__(self, *, ttl: float = DEFAULT_TTL, max_events: int = DEFAULT_MAX_EVENTS) -> None:
+        if max_events < 1:
+            raise ValueError("max_events must be at least 1")
+        self.ttl = ttl
+        self.max_events = max_events
+        self._runs: dict[str, _Run] = {}
+        self._next_sweep = 0.0
+
+    def _sweep(self, now: float) -> None:
+        # Amortised: at most once a second, so append stays O(1).
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + 1.0
+        expired = [rid for rid, run in self._runs.items() if now - run.touched > self.ttl]
+        for rid in expired:
+            del self._runs[rid]
+
+    def _live(self, run_id: str) -> _Run | None:
+        run = self._runs.get(run_id)
+        if run is not None and time.monotonic() - run.touched > self.ttl:
+            del self._runs[run_id]
+            return None
+        return run
+
+    async def append(self, run_id: str, wire: Mapping[str, Any]) -> str:
+        now = time.monotonic()
+        self._sweep(now)
+        run = self._runs.get(run_id)
+        if run is None:
+            run = self._runs[run_id] = _Run(deque(maxlen=self.max_events))
+        run.last += 1
+        run.events.append((run.last, dict(wire)))
+        run.touched = now
+        changed, run.changed = run.changed, asyncio.Event()
+        changed.set()  # wake every follower; they wait on the new one next
+        return str(run.last)
+
+    async def end(self, run_id: str) -> None:
+        run = self._runs.get(run_id)
+        if run is not None:
+            run.done = True
+            run.touched = time.monotonic()
+            run.changed.set()
+
+    async def resumable(self, run_id: str, after: str | None) -> bool:
+        run = self._live(run_id)
+        if run is None:
+            return False
+        first = run.events[0][0] if run.events else run.last + 1
+        position = 0 if after is None else parse_id(after)
+        return position is not None and first - 1 <= position <= run.last
+
+    async def read(self, run_id: str) -> list[tuple[str, dict[str, Any]]]:
+        run = self._live(run_id)
+        return [] if run is None else [(str(seq), wire) for seq, wire in run.events]
+
+    async def follow(
+        self, run_id: str, after: str | None
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        position = parse_id(after) if after is not None else 0
+        if position is None:
+            return
+        while True:
+            run = self._live(run_id)
+            if run is None:
+                return
+            waiter = run.changed
+            if run.events and run.events[0][0] > position + 1:
+                return  # what the reader missed was dropped: end rather than skip it
+            for seq, wire in list(run.events):
+                if seq > position:
+                    position = seq
+                    yield str(seq), wire
+            if run.done and position >= run.last:
+                return
+            if position >= run.last:
+                await waiter.wait()
+
+
+async def prelude(log: EventLog, run_id: str) -> tuple[list[dict[str, Any]], str] | None:
+    """
+    A late joiner's consistent start, instead of the whole log: the run's ``RUN_STARTED``,
+    one ``MESSAGES_SNAPSHOT`` and one ``STATE_SNAPSHOT`` of everything logged so far, and
+    a start event re-opening each text message, tool call and step still open (their
+    content so far is in the snapshot; what follows appends to it).  Returns the events
+    and the id of the last logged event they stand for, from which the joiner follows.
+
+    ``None`` when a prelude cannot say it exactly (nothing logged, the log no longer
+    starts at the run's start, the run has ended, or something open that a start event
+    cannot re-open: reasoning, a subagent, an entity attributed to a subagent); the
+    caller then sends the log itself.
+    """
+    logged = await log.read(run_id)
+    if not logged or logged[0][0] != "1" or logged[0][1].get("type") != "RUN_STARTED":
+        return None
+    if logged[-1][1].get("type") in ("RUN_FINISHED", "RUN_ERROR"):
+        return None
+    session = Session(verify=False, keep_delivered=False)
+    verifier = Verifier()
+    for _, wire in logged:
+        for update in session.feed(wire):
+            verifier.verify(update.event)
+    messages = session.messages
+    roles = {m.id: m.role for m in messages}
+    calls = {
+        call.id: (call.function.name, m.id)
+        for m in messages
+        for call in getattr(m, "tool_calls", None) or []
+    }
+    reopen: list[dict[str, Any]] = []
+    for family, entity, owner in verifier.open_entities():
+        if owner is not None:
+            return None
+        if family is Family.TEXT_MESSAGE and entity in roles:
+            reopen.append(
+                {"type": "TEXT_MESSAGE_START", "messageId": entity, "role": roles[entity]}
+            )
+        elif family is Family.TOOL_CALL and entity in calls:
+            name, parent = calls[entity]
+            reopen.append(
+                {
+                    "type": "TOOL_CALL_START",
+                    "toolCallId": entity,
+                    "toolCallName": name,
+                    "parentMessageId": parent,
+                }
+            )
+        elif family is Family.STEP:
+            reopen.append({"type": "STEP_STARTED", "stepName": entity})
+        else:
+            return None
+    start = [
+        logged[0][1],
+        {"type": "MESSAGES_SNAPSHOT", "messages": [to_wire(m) for m in messages]},
+        {"type": "STATE_SNAPSHOT", "snapshot": session.state},
+    ]
+    return start + reopen, logged[-1][0]

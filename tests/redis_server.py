@@ -1,0 +1,64 @@
+"""
+A real ``redis-server`` for the tests that need one, on a free loopback port.
+
+A fake Redis would test the fake: the stream commands' ids, ``MAXLEN ~`` and blocking
+reads are what the Redis event log relies on.  Without ``redis-server`` (or redis-py) the
+tests skip with that reason, except where ``AGUIKIT_REQUIRE_REDIS`` is set (CI sets it in
+``.ci/run``, which installs both), where a missing Redis is a failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+
+import pytest
+from tests.servers import free_port, wait_listening
+
+
+def _require(what: str) -> None:
+    if os.environ.get("AGUIKIT_REQUIRE_REDIS"):
+        pytest.fail(f"{what} is required here (AGUIKIT_REQUIRE_REDIS is set)")
+    pytest.skip(f"{what} not found: the Redis event log cannot be tested")
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[str]:
+    """Start ``redis-server`` (no persistence) on a free port; yields its URL, then stops it."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        _require("redis-server")
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        _require("redis-py (aguikit[redis])")
+    assert binary is not None
+    port = free_port()
+    with tempfile.TemporaryDirectory() as workdir:
+        process = subprocess.Popen(
+            [
+                binary,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                workdir,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_listening(port, process, "redis-server", timeout=10)
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            process.terminate()
+            process.wait(timeout=10)

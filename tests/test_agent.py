@@ -1,0 +1,261 @@
+"""
+:class:`aguikit.Agent`: a conversation kept across runs, subscribers, middleware,
+interrupts, capabilities and compaction, against the bundled example agent in process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from tests.servers import serve_asgi
+from tests.strategies import chunk_form, conversations, explicit_form
+
+from aguikit import Agent, Session, compact_events
+from aguikit.agent import build_resume, filter_tool_calls, log_events, parse_partial_json
+from aguikit.errors import ProtocolError
+from aguikit.models import Interrupt
+from aguikit.server import RunWriter, create_app
+from aguikit.wire import to_wire
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "weather_todo_server.py"
+URL = "http://agent.test/agent"
+
+
+def _example_app() -> Any:
+    spec = importlib.util.spec_from_file_location("agent_weather_todo_server", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.app
+
+
+APP = _example_app()
+
+
+def _user(text: str, mid: str) -> dict[str, Any]:
+    return {"id": mid, "role": "user", "content": text}
+
+
+def test_two_turns_carry_messages_state_and_thread() -> None:
+    """The second run sends what the first left, and the thread stays the same."""
+    agent = Agent(URL, app=APP)
+    agent.add_message(_user("Weather in Oslo?", "u1"))
+    first = agent.run_sync()
+    assert first.state["city"] == "Oslo"
+    assert first.messages[0].id == "u1"
+    assert first.new_messages and all(m.id != "u1" for m in first.new_messages)
+    thread = agent.thread_id
+    agent.add_message(_user("And in Lyon?", "u2"))
+    second = agent.run_sync()
+    assert thread == agent.thread_id
+    assert second.run_id != first.run_id
+    assert second.state["city"] == "Lyon"
+    assert [m.id for m in first.messages] == [m.id for m in second.messages][: len(first.messages)]
+
+
+def test_subscribers_see_text_so_far_and_partial_tool_arguments() -> None:
+    """Text deltas arrive with the text so far; tool arguments parsed while they stream."""
+    seen: dict[str, list[Any]] = {"text": [], "args": [], "end": [], "hooks": []}
+
+    class Recorder:
+        def on_run_started(self, event: Any) -> None:
+            seen["hooks"].append("started")
+
+        async def on_text_delta(self, message_id: str, delta: str, text: str) -> None:
+            seen["text"].append((message_id, delta, text))
+
+        def on_tool_call_args(self, call_id: str, delta: str, arguments: Any) -> None:
+            seen["args"].append(arguments)
+
+        def on_tool_call_end(self, call_id: str, name: str, arguments: Any) -> None:
+            seen["end"].append((name, arguments))
+
+        def on_state_changed(self, state: Any) -> None:
+            seen["hooks"].append("state")
+
+        def on_run_finished(self, event: Any) -> None:
+            seen["hooks"].append("finished")
+
+    agent = Agent(URL, app=APP, messages=[_user("Weather in Paris?", "u1")])
+    agent.subscribe(Recorder())
+    agent.run_sync()
+    for _, delta, text in seen["text"]:
+        assert text.endswith(delta)
+    assert ("get_weather", {"city": "Paris"}) in seen["end"]
+    assert seen["args"][-1] == {"city": "Paris"}
+    assert seen["hooks"][0] == "started" and seen["hooks"][-1] == "finished"
+    assert "state" in seen["hooks"]
+
+
+def test_partial_json_reads_as_far_as_it_goes() -> None:
+    """A half-written argument is shown, with its trailing string kept."""
+    assert parse_partial_json('{"city": "Par') == {"city": "Par"}
+    assert parse_partial_json('{"a": [1, 2') == {"a": [1, 2]}
+    assert parse_partial_json("") is None
+
+
+def test_a_subscriber_exception_is_reported_after_the_run_settles() -> None:
+    """The run completes, the agent keeps the stream's state, the error is raised."""
+    agent = Agent(URL, app=APP, messages=[_user("Weather in Paris?", "u1")])
+
+    def boom(*args: Any) -> None:
+        raise KeyError("ui bug")
+
+    agent.subscribe(on_text_delta=boom)
+    with pytest.raises(ExceptionGroup) as caught:
+        agent.run_sync()
+    assert all(isinstance(e, KeyError) for e in caught.value.exceptions)
+    assert agent.state["city"] == "Paris"
+    assert not agent.running
+    agent.add_message(_user("Again", "u2"))
+    agent.subscribe(on_text_delta=boom)()  # subscribed and removed: no effect
+    with pytest.raises(ExceptionGroup):
+        agent.run_sync()  # boom is still subscribed once
+
+
+def test_unknown_hook_names_are_refused() -> None:
+    """A typo in a hook name would otherwise be a callback that never fires."""
+    with pytest.raises(TypeError, match="on_text"):
+        Agent(URL, app=APP).subscribe(on_text=print)
+
+
+async def _broken(run_input: Any, run: RunWriter) -> None:
+    await run.set_state({"step": 1})
+    await run.emit({"type": "TEXT_MESSAGE_CONTENT", "messageId": "nope", "delta": "x"})
+
+
+def test_a_failed_run_leaves_what_the_session_held_before_the_failing_event() -> None:
+    """State reached before the bad event is kept; the failure reaches on_run_failed."""
+    app = create_app(_broken, path="/agent", mode="audit")
+    failures: list[Any] = []
+    agent = Agent(URL, app=app, state={"step": 0})
+    agent.subscribe(on_run_failed=failures.append)
+    with pytest.raises(ProtocolError):
+        agent.run_sync()
+    assert agent.state == {"step": 1}
+    assert failures and isinstance(failures[0], ProtocolError)
+    assert not agent.running
+
+
+async def _slow(run_input: Any, run: RunWriter) -> None:
+    await run.set_state({"started": True})
+    await asyncio.sleep(30)
+
+
+def test_running_twice_at_once_raises_and_abort_cancels() -> None:
+    """A second run on a busy agent is refused; abort() ends the first, marked aborted.
+
+    A real server: httpx's ASGI transport buffers the whole answer, so nothing streams.
+    """
+    with serve_asgi(create_app(_slow, path="/agent")) as base:
+        agent = Agent(base + "/agent")
+
+        async def scenario() -> Any:
+            task = asyncio.ensure_future(agent.run())
+            while agent.session is None or agent.session.state != {"started": True}:
+                await asyncio.sleep(0.01)
+            with pytest.raises(RuntimeError, match="already in progress"):
+                await agent.run()
+            agent.abort()
+            return await asyncio.wait_for(task, 5)
+
+        result = asyncio.run(scenario())
+    assert result.aborted
+    assert agent.state == {"started": True}
+    assert not agent.running
+
+
+def test_middleware_filters_tool_calls_by_name_and_logs(caplog: pytest.LogCaptureFixture) -> None:
+    """The filtered call never reaches the conversation; the logger sees every event."""
+    agent = Agent(URL, app=APP, messages=[_user("Weather in Paris?", "u1")])
+    agent.use(filter_tool_calls(block=["get_weather"]), log_events())
+    with caplog.at_level(logging.INFO, logger="aguikit.events"):
+        result = agent.run_sync()
+    calls = [
+        c.function.name for m in result.messages for c in (getattr(m, "tool_calls", None) or [])
+    ]
+    assert "get_weather" not in calls
+    assert all(m.role != "tool" for m in result.messages)
+    records = [r.agui for r in caplog.records if hasattr(r, "agui")]
+    assert records[0]["type"] == "RUN_STARTED"
+    assert all(r["type"] != "TOOL_CALL_START" for r in records)
+
+
+async def _pausing(run_input: Any, run: RunWriter) -> None:
+    if run_input.resume:
+        answers = {entry.interrupt_id: entry.payload for entry in run_input.resume}
+        await run.set_state({"answers": answers})
+        return
+    run.interrupt("approval", interrupt_id="i1", message="Delete it?")
+
+
+def test_interrupts_are_pending_after_a_run_and_answered_by_the_resume_builder() -> None:
+    """The paused run's interrupts are kept; the next run carries one answer for each."""
+    app = create_app(_pausing, path="/agent")
+    seen: list[Any] = []
+    agent = Agent(URL, app=app)
+    agent.subscribe(on_interrupt=seen.append)
+    first = agent.run_sync()
+    assert [i.id for i in first.interrupts] == ["i1"]
+    assert [i.id for i in seen[0]] == ["i1"]
+    second = asyncio.run(agent.resume_with({"i1": True}))
+    assert second.state == {"answers": {"i1": True}}
+    assert agent.interrupts == []
+
+
+def test_the_resume_builder_makes_the_protocols_checks() -> None:
+    """Every interrupt answered once, only ids that exist, no null payload."""
+    pending = [Interrupt(id="a", reason="r"), Interrupt(id="b", reason="r")]
+    entries = build_resume(pending, {"a": 1}, cancel=["b"])
+    assert [to_wire(e) for e in entries] == [
+        {"interruptId": "a", "status": "resolved", "payload": 1},
+        {"interruptId": "b", "status": "cancelled"},
+    ]
+    for answers, cancel, words in [
+        ({"a": 1}, [], "unanswered"),
+        ({"a": 1, "b": 2, "c": 3}, [], "no pending interrupt"),
+        ({"a": 1, "b": 2}, ["b"], "answered and cancelled"),
+        ({"a": None, "b": 1}, [], "null"),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            build_resume(pending, answers, cancel=cancel)
+
+
+def test_capabilities_are_typed_and_a_missing_endpoint_is_none() -> None:
+    """A declared document parses into ``AgentCapabilities``; no endpoint is ``None``."""
+
+    async def caps(request: Request) -> JSONResponse:
+        return JSONResponse({"identity": {"name": "weather"}, "state": {"snapshots": True}})
+
+    app = Starlette(routes=[Route("/agent/capabilities", caps)])
+    found = asyncio.run(Agent(URL, app=app).capabilities())
+    assert found is not None and found.identity is not None
+    assert found.identity.name == "weather"
+    assert asyncio.run(Agent(URL, app=APP).capabilities()) is None
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations(), st.booleans())
+def test_a_compacted_stream_folds_to_the_same_messages_and_state(
+    runs: list[Any], chunked: bool
+) -> None:
+    """Compaction keeps exactly what a session folds a stream to (either form)."""
+    stream = (chunk_form if chunked else explicit_form)(runs)
+    full = Session(verify=False)
+    full.feed_all(stream)
+    compact = Session()
+    compact.feed_all(compact_events(stream))
+    compact.finish()
+    assert [to_wire(m) for m in compact.messages] == [to_wire(m) for m in full.messages]
+    assert compact.state == full.state

@@ -1,0 +1,418 @@
+"""
+Reconnect and resume: numbered SSE frames, event logs (memory and Redis Streams), and a
+client that survives dropped connections, delivering what an uninterrupted run delivers.
+
+The proof is the last test: two uvicorn worker processes behind one real Redis, the
+client's connection cut at seeded random byte offsets and every reconnect sent to the
+*other* worker; every run's messages and state must equal the uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from tests.redis_server import redis_server
+from tests.resume_app import make_app
+from tests.servers import free_port, serve_asgi, wait_listening
+
+from aguikit import Agent, AgentClient, Session
+from aguikit.errors import TruncatedStreamError
+from aguikit.proto import MEDIA_TYPE, encode_proto_frame
+from aguikit.server.eventlog import MemoryEventLog
+from aguikit.transport.sse import iter_frames
+from aguikit.wire import to_wire
+
+ROOT = Path(__file__).resolve().parent.parent
+BODY = {"threadId": "t", "runId": "r1", "messages": []}
+
+
+class _Cut(httpx.AsyncByteStream):
+    """A response body that breaks, like a dropped connection, after ``limit`` bytes."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, limit: int | None, request: httpx.Request):
+        self.inner, self.limit, self.request = inner, limit, request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        sent = 0
+        async for chunk in self.inner:
+            if self.limit is not None and sent + len(chunk) > self.limit:
+                yield chunk[: self.limit - sent]
+                raise httpx.ReadError("connection cut by the test", request=self.request)
+            sent += len(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class CuttingTransport(httpx.AsyncBaseTransport):
+    """
+    Sends request ``n`` to worker ``n % len(workers)`` (so every reconnect lands on
+    another worker) and, with probability ``rate``, cuts its answer at a seeded random
+    byte offset.
+    """
+
+    def __init__(
+        self, workers: list[str], rng: random.Random, rate: float = 0.8, min_cut: int = 1
+    ) -> None:
+        self.workers, self.rng, self.rate, self.min_cut = workers, rng, rate, min_cut
+        self.inner = httpx.AsyncHTTPTransport()
+        self.requests = 0
+        self.cuts = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        base = httpx.URL(self.workers[self.requests % len(self.workers)])
+        self.requests += 1
+        request.url = request.url.copy_with(host=base.host, port=base.port)
+        response = await self.inner.handle_async_request(request)
+        limit = self.rng.randint(self.min_cut, 2500) if self.rng.random() < self.rate else None
+        if limit is not None:
+            self.cuts += 1
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_Cut(response.stream, limit, request),
+            request=request,
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def _result(agent: Agent, run_id: str) -> str:
+    """Messages and state, with the run id (which the scripted ids embed) factored out."""
+    text = json.dumps({"messages": [to_wire(m) for m in agent.messages], "state": agent.state})
+    return text.replace(run_id, "RUN")
+
+
+async def _runs(url: str, transport: httpx.AsyncBaseTransport | None, count: int) -> list[str]:
+    results = []
+    for _ in range(count):
+        agent = Agent(url, transport=transport, max_reconnects=50, backoff=0.001, max_backoff=0.02)
+        result = await agent.run()
+        results.append(_result(agent, result.run_id))
+    return results
+
+
+def test_frames_carry_ids_and_a_resume_replays_after_the_id() -> None:
+    """Every SSE frame is numbered; Last-Event-ID gets the rest of the same run."""
+    with serve_asgi(make_app(MemoryEventLog())) as base:
+        url = base + "/agent"
+        full = httpx.post(url, json=BODY, headers={"Accept": "text/event-stream"}, timeout=30)
+        frames = list(iter_frames([full.content]))
+        assert [f.id for f in frames] == [str(n) for n in range(1, len(frames) + 1)]
+        again = httpx.post(url, json=BODY, headers={"Last-Event-ID": "5"}, timeout=30)
+        rest = list(iter_frames([again.content]))
+        assert [f.data for f in rest] == [f.data for f in frames[5:]]
+        assert rest[0].id == "6"
+
+
+def test_an_unknown_run_or_id_is_gone_and_a_started_run_conflicts() -> None:
+    """410 for what the log cannot replay, 409 for starting a run id twice."""
+    with serve_asgi(make_app(MemoryEventLog())) as base:
+        url = base + "/agent"
+        httpx.post(url, json=BODY, timeout=30)
+        for body, last in [({**BODY, "runId": "nope"}, "3"), (BODY, "99999"), (BODY, "x")]:
+            answer = httpx.post(url, json=body, headers={"Last-Event-ID": last}, timeout=30)
+            assert answer.status_code == 410
+            assert answer.json()["lastEventId"] == last
+        assert httpx.post(url, json=BODY, timeout=30).status_code == 409
+
+
+def test_a_run_cut_many_times_equals_the_uninterrupted_run_in_memory() -> None:
+    """One worker, the in-memory log: seeded cuts, same messages and state every time."""
+    with serve_asgi(make_app(MemoryEventLog())) as base:
+        url = base + "/agent"
+        (reference,) = asyncio.run(_runs(url, None, 1))
+        transport = CuttingTransport([base], random.Random(13))
+        results = asyncio.run(_runs(url, transport, 8))
+    assert transport.cuts >= 8
+    assert results == [reference] * 8
+
+
+class _SyncCut(httpx.SyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream, limit: int, request: httpx.Request):
+        self.inner, self.limit, self.request = inner, limit, request
+
+    def __iter__(self) -> Iterator[bytes]:
+        data = b"".join(self.inner)
+        yield data[: self.limit]
+        if len(data) > self.limit:
+            raise httpx.ReadError("connection cut by the test", request=self.request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class SyncCuttingTransport(httpx.BaseTransport):
+    """Every answer cut after ``step`` more bytes than the last: a sync client's drops."""
+
+    def __init__(self, step: int) -> None:
+        self.inner, self.step, self.cuts = httpx.HTTPTransport(), step, 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        self.cuts += 1
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_SyncCut(response.stream, self.step, request),
+            request=request,
+        )
+
+
+def test_the_sync_client_resumes_a_dropped_stream_too() -> None:
+    """``run_sync`` reconnects with Last-Event-ID and folds the same conversation."""
+    with serve_asgi(make_app(MemoryEventLog())) as base:
+        url = base + "/agent"
+        plain = AgentClient(url)
+        list(plain.run_sync({**BODY, "runId": "sync-a"}))
+        transport = SyncCuttingTransport(700)
+        cut = AgentClient(url, transport=transport, max_reconnects=50, backoff=0.001)
+        list(cut.run_sync({**BODY, "runId": "sync-b"}))
+    assert transport.cuts > 3
+    assert json.dumps([to_wire(m) for m in cut.messages]).replace("sync-b", "X") == json.dumps(
+        [to_wire(m) for m in plain.messages]
+    ).replace("sync-a", "X")
+    assert cut.state == plain.state
+
+
+def test_an_unresumable_stream_ends_with_truncated_stream_naming_the_last_event() -> None:
+    """A log that dropped what the client missed: TruncatedStreamError, not a gap."""
+    with serve_asgi(make_app(MemoryEventLog(max_events=10))) as base:
+        transport = CuttingTransport([base], random.Random(1), rate=1.0, min_cut=400)
+        agent = Agent(base + "/agent", transport=transport, backoff=0.2, max_backoff=0.2)
+        with pytest.raises(TruncatedStreamError, match=r"after event \d+ \(\w+\)"):
+            asyncio.run(agent.run())
+
+
+def test_a_late_joiner_with_a_prelude_folds_to_the_same_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Snapshots and re-opened items, then live: the same messages and state as the log."""
+    monkeypatch.setenv("AGUIKIT_TEST_PAUSE", "0.02")  # still running when the joiner comes
+    with serve_asgi(make_app(MemoryEventLog())) as base:
+        url = base + "/agent"
+
+        async def scenario() -> tuple[str, str, int, int]:
+            agent = Agent(url)
+            running = asyncio.ensure_future(agent.run())
+            while agent.session is None or len(agent.session.messages) < 3:
+                await asyncio.sleep(0.005)
+            body = {"threadId": agent.thread_id, "runId": agent.session.run_id, "messages": []}
+            headers = {"Last-Event-ID": "0", "X-AGUI-Join": "prelude"}
+            async with httpx.AsyncClient(timeout=30) as client:
+                joined = (await client.post(url, json=body, headers=headers)).content
+                whole = (await client.post(url, json=body, headers={"Last-Event-ID": "0"})).content
+            result = await running
+            late = Session()
+            frames = list(iter_frames([joined]))
+            late.feed_all(json.loads(f.data) for f in frames)
+            late.finish()
+            folded = json.dumps(
+                {"messages": [to_wire(m) for m in late.messages], "state": late.state}
+            ).replace(result.run_id, "RUN")
+            return (
+                _result(agent, result.run_id),
+                folded,
+                len(frames),
+                len(list(iter_frames([whole]))),
+            )
+
+        original, joined, joined_frames, all_frames = asyncio.run(scenario())
+    assert joined == original
+    assert joined_frames < all_frames
+
+
+def test_an_agent_joins_a_run_in_progress_and_ends_with_the_same_conversation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``Agent.join``: prelude then live, the starter's messages and state."""
+    monkeypatch.setenv("AGUIKIT_TEST_PAUSE", "0.02")
+    with serve_asgi(make_app(MemoryEventLog())) as base:
+        url = base + "/agent"
+
+        async def scenario() -> tuple[str, str]:
+            starter = Agent(url)
+            running = asyncio.ensure_future(starter.run())
+            while starter.session is None or len(starter.session.messages) < 3:
+                await asyncio.sleep(0.005)
+            assert starter.session.run_id is not None
+            joiner = Agent(url, thread_id=starter.thread_id)
+            joined = await joiner.join(starter.session.run_id)
+            result = await running
+            return _result(starter, result.run_id), _result(joiner, joined.run_id)
+
+        started, joined = asyncio.run(scenario())
+    assert joined == started
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    with redis_server() as url:
+        yield url
+
+
+def test_the_redis_log_numbers_replays_and_ends_like_the_memory_log(redis_url: str) -> None:
+    """Append, resumable, follow from a position and to the end, on a real Redis."""
+    from aguikit.server.redis_log import RedisEventLog
+
+    async def scenario() -> None:
+        for log in (MemoryEventLog(), RedisEventLog.from_url(redis_url, prefix="unit:")):
+            ids = [await log.append("r", {"type": "CUSTOM", "name": str(n)}) for n in range(4)]
+            assert ids == ["1", "2", "3", "4"]
+            assert [i for i, _ in await log.read("r")] == ids
+            assert await log.resumable("r", "2") and await log.resumable("r", None)
+            assert not await log.resumable("r", "9") and not await log.resumable("q", "1")
+
+            async def tail(log: Any = log) -> list[str]:
+                return [i async for i, _ in log.follow("r", "2")]
+
+            follower = asyncio.ensure_future(tail())
+            await asyncio.sleep(0.05)
+            await log.append("r", {"type": "CUSTOM", "name": "late"})
+            await log.end("r")
+            assert await asyncio.wait_for(follower, 10) == ["3", "4", "5"]
+
+    asyncio.run(scenario())
+
+
+@contextlib.contextmanager
+def _workers(redis: str, count: int) -> Iterator[list[str]]:
+    """``count`` uvicorn processes serving tests/resume_app.py over the same Redis."""
+    env = {
+        **os.environ,
+        "AGUIKIT_TEST_REDIS": redis,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+    }
+    ports = [free_port() for _ in range(count)]
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "tests.resume_app:app",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+                "--timeout-graceful-shutdown",
+                "2",
+            ],
+            cwd=ROOT,
+            env=env,
+        )
+        for port in ports
+    ]
+    try:
+        for port, process in zip(ports, processes, strict=True):
+            wait_listening(port, process, "a uvicorn worker")
+        yield [f"http://127.0.0.1:{port}" for port in ports]
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # a connection it still waits on: stop it
+                process.kill()
+                process.wait(timeout=10)
+
+
+RUNS = 40
+
+
+def test_two_workers_one_redis_cut_at_random_points_every_run_equals_the_uninterrupted_one(
+    redis_url: str,
+) -> None:
+    """The proof: reconnects land on the other worker and resume the same run."""
+    with _workers(redis_url, 2) as workers:
+        url = workers[0] + "/agent"
+        (reference,) = asyncio.run(_runs(url, None, 1))
+        transport = CuttingTransport(workers, random.Random(2026))
+        results = asyncio.run(_runs(url, transport, RUNS))
+    equal = sum(result == reference for result in results)
+    print(
+        f"\nresume proof: {RUNS} runs, {transport.cuts} cuts, "
+        f"{transport.requests} requests, {equal} equal to the uninterrupted run"
+    )
+    assert transport.cuts >= RUNS
+    assert equal == RUNS
+
+
+_PARTIAL = [
+    {"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+    {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+]
+_REST = [
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "hi"},
+    {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+    {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+]
+
+
+def _sse(events: list[dict[str, Any]], first: int) -> bytes:
+    return b"".join(
+        f"id: {n}\ndata: {json.dumps(e)}\n\n".encode() for n, e in enumerate(events, first)
+    )
+
+
+def test_a_binary_client_resumes_an_sse_answer_asking_for_sse_only() -> None:
+    """binary=True prefers protobuf on the first request; the reconnect asks for SSE alone."""
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        body = _sse(_PARTIAL, 1) if len(seen) == 1 else _sse(_REST, 3)
+        return httpx.Response(200, headers={"Content-Type": "text/event-stream"}, content=body)
+
+    client = AgentClient(
+        "http://agent.test/", binary=True, transport=httpx.MockTransport(answer), backoff=0.001
+    )
+    list(client.run_sync(BODY))
+    assert [m.content for m in client.messages] == ["hi"]
+    assert "application/vnd.ag-ui.event+proto" in seen[0].headers["accept"]
+    assert "last-event-id" not in seen[0].headers
+    assert seen[1].headers["accept"] == "text/event-stream"
+    assert seen[1].headers["last-event-id"] == "2"
+
+
+def test_a_protobuf_answer_is_never_reconnected() -> None:
+    """No frame ids, no resume: a cut protobuf answer is truncated, even if declared resumable."""
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        headers = {"Content-Type": MEDIA_TYPE, "X-AGUI-Resume": "last-event-id"}
+        body = b"".join(encode_proto_frame(e) for e in _PARTIAL)
+        return httpx.Response(200, headers=headers, content=body)
+
+    transport = httpx.MockTransport(answer)
+    client = AgentClient("http://agent.test/", binary=True, transport=transport, backoff=0.001)
+    with pytest.raises(TruncatedStreamError):
+        list(client.run_sync(BODY))
+    assert len(seen) == 1
+    aclient = AgentClient("http://agent.test/", binary=True, async_transport=transport)
+
+    async def run() -> None:
+        async for _ in aclient.run(BODY):
+            pass
+
+    with pytest.raises(TruncatedStreamError):
+        asyncio.run(run())
+    assert len(seen) == 2
