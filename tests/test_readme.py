@@ -138,3 +138,38 @@ def test_the_readme_pytest_file_runs_as_written(pytester: pytest.Pytester) -> No
 
     result.assert_outcomes(passed=4)
     assert (pytester.path / "agui_traces" / "weather.jsonl").exists()
+
+
+def _command_block() -> list[str]:
+    """The README's block of ``aguikit`` commands, one command a line, comments dropped."""
+    blocks = re.findall(r"```sh\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+    (block,) = [b for b in blocks if b.startswith("aguikit ")]
+    return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_every_command_of_the_readme_runs_as_written(tmp_path: Path) -> None:
+    """In a directory holding the ``stream.sse`` and ``stream.jsonl`` the commands name
+    (the bundled demo run, in both framings), each command exits 0."""
+    import os
+    import subprocess
+    import sys
+    from importlib import resources
+
+    from aguikit.transport.jsonl import encode_line
+
+    demo = resources.files("aguikit").joinpath("examples/demo.sse").read_bytes()
+    (tmp_path / "stream.sse").write_bytes(demo)
+    (tmp_path / "stream.jsonl").write_text(
+        "".join(encode_line(event) for event in iter_events([demo])), encoding="utf-8"
+    )
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    commands = _command_block()
+
+    assert len(commands) >= 5
+    for command in commands:
+        done = subprocess.run(
+            command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert 0 == done.returncode, f"{command}: {done.stdout}{done.stderr}"
+    assert (tmp_path / "stream.pb").stat().st_size > 0  # convert wrote what it said
