@@ -38,10 +38,10 @@ Method:
 * Only ``aguikit.Session()`` (default arguments, so the session keeps what it delivered),
   ``Session.feed(dict)``, ``Session.finish()`` and the ``aguikit`` command (``python -m
   aguikit check``, with this process's aguikit first on ``PYTHONPATH``) are used: names a
-  refactor of the internals keeps.  The corpus and stream generators are copied
-  from ``bench_pipeline.py`` and ``bench_transport.py`` instead of imported, because those
-  scripts import internal modules at the top, and a frozen copy keeps the input of the
-  "before" and "after" runs identical.
+  refactor of the internals keeps.  The corpus and the stream come from the generators of
+  ``bench_pipeline.py`` and ``bench_transport.py`` (to measure a tree older than the
+  renovation, run this script from the newer tree's ``bench/`` with the older ``src`` on
+  ``PYTHONPATH``, as the renovation's before-and-after numbers were).
 * A session may keep references to what it is fed, so no dict is fed twice: every pass
   decodes its own dicts from the JSON lines, outside the timed region.
 * The machine is shared and noisy: reference and subject alternate within each
@@ -68,7 +68,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,117 +80,10 @@ SESSION_TARGET_RATIO = 3.0
 CHECK_TARGET_EVENTS_PER_S = 100_000
 
 
-# ---- inputs (copied, not imported: see the module docstring) ---------------------------------
+# ---- inputs: the generators of bench_pipeline.py and bench_transport.py ---------------------
 
-
-def realistic_corpus(turns: int) -> list[dict[str, Any]]:
-    """Wire dicts of one run shaped like a real agent conversation (bench_pipeline.py)."""
-    big_state = {"rows": [{"id": i, "name": f"row {i}", "tags": ["a", "b"]} for i in range(500)]}
-    out: list[dict[str, Any]] = [
-        {"type": "RUN_STARTED", "threadId": "t", "runId": "r", "protocolVersion": "1.0"},
-        {"type": "STATE_SNAPSHOT", "snapshot": big_state},
-        {"type": "SUBAGENT_STARTED", "subagentRunId": "s1", "name": "researcher"},
-    ]
-    for turn in range(turns):
-        mid, rid = f"m{turn}", f"r{turn}"
-        out += [
-            {"type": "REASONING_START", "messageId": rid},
-            {"type": "REASONING_MESSAGE_START", "messageId": rid, "role": "reasoning"},
-            *(
-                {"type": "REASONING_MESSAGE_CONTENT", "messageId": rid, "delta": "hmm "}
-                for _ in range(5)
-            ),
-            {"type": "REASONING_MESSAGE_END", "messageId": rid},
-            {"type": "REASONING_END", "messageId": rid},
-        ]
-        if turn % 2:
-            out.append(
-                {"type": "TEXT_MESSAGE_CHUNK", "messageId": mid, "role": "assistant", "delta": "I"}
-            )
-            out += [{"type": "TEXT_MESSAGE_CHUNK", "delta": " will look"} for _ in range(20)]
-            out.append(
-                {
-                    "type": "TEXT_MESSAGE_CHUNK",
-                    "messageId": f"{mid}s",
-                    "delta": "sub",
-                    "subagentRunId": "s1",
-                }
-            )
-        else:
-            out.append({"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"})
-            out += [
-                {"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": " word"}
-                for _ in range(20)
-            ]
-            out.append({"type": "TEXT_MESSAGE_END", "messageId": mid})
-        calls = [f"c{turn}a", f"c{turn}b"]
-        for call in calls:
-            out.append(
-                {
-                    "type": "TOOL_CALL_START",
-                    "toolCallId": call,
-                    "toolCallName": "search",
-                    "parentMessageId": mid,
-                }
-            )
-        for _ in range(4):
-            for call in calls:
-                out.append({"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": '{"q":1'})
-        for call in calls:
-            out.append({"type": "TOOL_CALL_END", "toolCallId": call})
-        for call in calls:
-            out.append(
-                {
-                    "type": "TOOL_CALL_RESULT",
-                    "messageId": f"t{call}",
-                    "toolCallId": call,
-                    "content": "result",
-                }
-            )
-        out.append(
-            {
-                "type": "STATE_DELTA",
-                "delta": [
-                    {"op": "replace", "path": f"/rows/{turn % 500}/name", "value": f"v{turn}"},
-                    {"op": "add", "path": f"/rows/{turn % 500}/tags/-", "value": "x"},
-                ],
-            }
-        )
-    out.append({"type": "SUBAGENT_FINISHED", "subagentRunId": "s1"})
-    out.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
-    return out
-
-
-def chat_and_tools(count: int) -> Iterator[dict[str, Any]]:
-    """About ``count`` events of streamed text and tool calls (bench_transport.py)."""
-    thread = "bench-thread"
-    yield {"type": "RUN_STARTED", "threadId": thread, "runId": "r1"}
-    yield {"type": "STATE_SNAPSHOT", "snapshot": {"turn": 0}}
-    produced, n = 2, 0
-    while produced < count - 1:
-        n += 1
-        mid, cid = f"m{n}", f"c{n}"
-        yield {"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"}
-        for i in range(20):
-            yield {
-                "type": "TEXT_MESSAGE_CONTENT",
-                "messageId": mid,
-                "delta": f"token {i} of message {n}, with some ordinary prose around it. ",
-            }
-        yield {"type": "TEXT_MESSAGE_END", "messageId": mid}
-        yield {"type": "TOOL_CALL_START", "toolCallId": cid, "toolCallName": "search"}
-        yield {"type": "TOOL_CALL_ARGS", "toolCallId": cid, "delta": '{"query": "weather", '}
-        yield {"type": "TOOL_CALL_ARGS", "toolCallId": cid, "delta": '"limit": 5}'}
-        yield {"type": "TOOL_CALL_END", "toolCallId": cid}
-        yield {
-            "type": "TOOL_CALL_RESULT",
-            "messageId": f"t{n}",
-            "toolCallId": cid,
-            "content": '{"results": [1, 2, 3]}',
-        }
-        yield {"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/turn", "value": n}]}
-        produced += 29
-    yield {"type": "RUN_FINISHED", "threadId": thread, "runId": "r1"}
+from bench_pipeline import realistic_corpus  # noqa: E402 - bench/ is the script's own path
+from bench_transport import generate as chat_and_tools  # noqa: E402
 
 
 def line(event: dict[str, Any]) -> str:
