@@ -319,9 +319,11 @@ def raw_verdict(definition: str, *, strict: bool = True) -> Callable[[Any], bool
     return None if rust is None else rust.is_valid
 
 
+@cache
 def fast_check(definition: str, *, strict: bool = True) -> Callable[[Any], bool]:
     """
-    A verdict-only check for one non-union definition, for hot loops.
+    A verdict-only check for one non-union definition, for hot loops; built once per
+    definition and strictness, so callers keep no cache of their own.
 
     It returns ``jsonschema-rs``'s bound ``is_valid`` when the accelerator is installed, so
     a call costs what the Rust validator costs; ``False`` means "call :func:`validate` for

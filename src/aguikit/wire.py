@@ -320,13 +320,9 @@ def _hook(cls: type) -> Callable[[Any, Any], Any]:
 
 
 def _verdict(cls: type, strict: bool) -> Callable[[Any], bool]:
-    # Built on first use, per strictness: a validator costs milliseconds to compile, and a
-    # trusting parse (check=False) never needs one.
-    key = (cls, strict)
-    verdict = _verdicts.get(key)
-    if verdict is None:
-        verdict = _verdicts[key] = fast_check(cls.__name__, strict=strict)
-    return verdict
+    # Built on first use, per strictness (validate caches it): a validator costs
+    # milliseconds to compile, and a trusting parse (check=False) never needs one.
+    return fast_check(cls.__name__, strict=strict)
 
 
 def _build(cls: type, hook: Callable[[Any, Any], Any], data: Mapping[str, Any]) -> Event:
@@ -441,7 +437,6 @@ def parse_valid_event(data: Mapping[str, Any], *, strict: bool = True) -> Event 
 
 
 _hooks: dict[type, Callable[[Any, Any], Any]] = {}
-_verdicts: dict[tuple[type, bool], Callable[[Any], bool]] = {}
 
 
 def parse_message(data: Mapping[str, Any], *, check: bool = True) -> Message:

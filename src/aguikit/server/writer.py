@@ -115,8 +115,6 @@ REPAIRABLE: Final[Mapping[str, Family | None]] = {
 
 _NESTED: Final = frozenset({"STEP_FINISHED", "SUBAGENT_FINISHED"})
 
-_FAST_CHECKS: dict[type, Callable[[Any], bool]] = {}
-
 
 def _new_id(kind: str) -> str:
     return f"{kind}-{uuid.uuid4().hex[:16]}"
@@ -203,10 +201,7 @@ class _Stream:
             wire = {**to_wire(item), "subagentRunId": tag}
             return parse_event(wire, strict=True), wire
         wire = to_wire(item)
-        check = _FAST_CHECKS.get(type(item))
-        if check is None:
-            check = _FAST_CHECKS[type(item)] = fast_check(type(item).__name__, strict=True)
-        if not check(wire):
+        if not fast_check(type(item).__name__, strict=True)(wire):
             validate_event(wire, strict=True)
         return item, wire
 
