@@ -441,7 +441,9 @@ class Receiver:
             kind = item.get("type")
             parser = self._parsers[kind] if type(kind) is str else None
             parsed = parser(item) if parser is not None else None
-            event = parsed if parsed is not None else self._from_wire(item)
+            event = (
+                parsed if parsed is not None else self._from_wire(item, tried=parser is not None)
+            )
             if event is None:
                 return None
         elif isinstance(item, Mapping):
@@ -472,7 +474,8 @@ class Receiver:
         if self._collect:
             self.last_issues = list(iter_schema_errors(data, "Event", strict=True))
 
-    def _from_wire(self, data: Mapping[str, Any]) -> Event | None:
+    def _from_wire(self, data: Mapping[str, Any], *, tried: bool = False) -> Event | None:
+        """The general path for a wire mapping; ``tried``: the fast parser already said no."""
         kind = data.get("type")
         if isinstance(kind, str) and kind not in EVENT_CLASSES:
             self._strict_issues(data)
@@ -488,7 +491,7 @@ class Receiver:
                     self._warn_stripped(f"/{escape_pointer(key)}", kind)
                 event = evolve_quietly(event, extra_members=None)
             return event
-        parser = self._parsers[kind]
+        parser = None if tried else self._parsers[kind]
         valid = parser(data) if parser is not None else None
         if valid is not None:
             return valid
