@@ -637,3 +637,42 @@ def test_apply_patch_agrees_with_jsonpatch_on_results_and_failures(ops: list[Any
 
     assert expected == got
     assert theirs == ours  # atomic: a failure leaves both documents as they were
+
+
+# ---- the pointer memory of aguikit.patch ---------------------------------------------------
+
+
+def test_a_remembered_path_resolves_as_jsonpointer_parses_it_every_time() -> None:
+    document: Any = {"a/b": {"~c": 1}, "rows": [{"n": 0}]}
+    for value in (2, 3):  # the second time the parts come from the memory
+        document = apply_patch(document, [{"op": "replace", "path": "/a~1b/~0c", "value": value}])
+        document = apply_patch(document, [{"op": "add", "path": "/rows/0/n", "value": value}])
+    assert document == {"a/b": {"~c": 3}, "rows": [{"n": 3}]}
+
+
+def test_a_malformed_path_is_refused_every_time_and_never_remembered() -> None:
+    from aguikit import patch
+
+    for _ in range(2):
+        with pytest.raises(PatchError, match="invalid escape"):
+            apply_patch({"a": 1}, [{"op": "replace", "path": "/~2", "value": 0}])
+    assert "/~2" not in patch._PARSED
+
+
+def test_a_mapping_that_is_not_a_plain_dict_takes_jsonpointers_own_walk() -> None:
+    from collections import defaultdict
+
+    document: Any = {"d": defaultdict(dict)}
+    with pytest.raises(PatchError):
+        apply_patch(document, [{"op": "replace", "path": "/d/missing/x", "value": 1}])
+    assert dict(document["d"]) == {}  # looking a member up did not create it
+
+
+def test_the_pointer_memory_is_bounded_against_ever_new_paths() -> None:
+    from aguikit import patch
+
+    document: Any = {}
+    for n in range(patch._PARSED_MAX + 50):
+        document = apply_patch(document, [{"op": "add", "path": f"/k{n}", "value": n}])
+    assert len(patch._PARSED) <= patch._PARSED_MAX
+    assert len(document) == patch._PARSED_MAX + 50

@@ -110,6 +110,46 @@ def _describe_failure(exc: Exception) -> str:
     return text or type(exc).__name__
 
 
+_PARSED: Final[dict[str, tuple[str, ...]]] = {}
+"""Pointer strings already parsed, to their unescaped parts (see :class:`_Pointer`)."""
+
+_PARSED_MAX: Final = 4096
+"""Distinct paths remembered; past it the memory starts over (a hostile stream of ever new
+paths costs a parse each, as without the memory, and never grows it)."""
+
+
+class _Pointer(jsonpointer.JsonPointer):
+    """
+    jsonpointer's pointer, parsed once per distinct path, walking plain dicts directly.
+
+    A state stream patches the same few paths over and over (``/turn``, ``/rows/3/name``),
+    and :mod:`jsonpatch` builds a fresh pointer for every operation: parsing it (escape
+    check, split, unescape) and then walking each dict through ``isinstance`` checks against
+    the ``Mapping`` ABC cost more than the change itself.  This is the ``pointer_cls``
+    extension point jsonpatch offers for exactly that; the semantics stay jsonpointer's:
+    a path is parsed by jsonpointer the first time, each pointer gets its own list of the
+    parts, and anything but a plain dict holding the member falls back to jsonpointer's own
+    walk, with its errors.
+    """
+
+    def __init__(self, pointer: str) -> None:
+        parts = _PARSED.get(pointer)
+        if parts is not None:
+            self.parts = list(parts)
+            return
+        super().__init__(pointer)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[pointer] = tuple(self.parts)
+
+    def walk(self, doc: Any, part: Any) -> Any:
+        if type(doc) is dict:
+            found = doc.get(part, UNSET)
+            if found is not UNSET:
+                return found
+        return super().walk(doc, part)
+
+
 def _prepared(ops: list[dict[str, Any]]) -> jsonpatch.JsonPatch:
     """
     A :class:`jsonpatch.JsonPatch` over ``ops`` without its constructor's validation pass.
@@ -120,7 +160,7 @@ def _prepared(ops: list[dict[str, Any]]) -> jsonpatch.JsonPatch:
     for its operations once.  ``tests/test_apply.py`` holds the two to the same results.
     """
     patch: jsonpatch.JsonPatch = jsonpatch.JsonPatch.__new__(jsonpatch.JsonPatch)
-    patch.pointer_cls = jsonpatch.JsonPointer
+    patch.pointer_cls = _Pointer
     patch.patch = ops
     return patch
 
