@@ -21,6 +21,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from tests.node_client import NODE_DIR, require_node
+from tests.redis_server import redis_server
 from tests.servers import serve_asgi
 from tests.strategies import Utterance, chunk_form, conversations, legal_streams
 
@@ -208,6 +209,24 @@ def test_every_family_open_at_once_is_reopened_at_every_cut() -> None:
         "TOOL_CALL_START",  # c1, last of the parent's: its stream in flight
         "TOOL_CALL_CHUNK",  # c2: chunk-opened, so re-opened by a chunk that owes its end
     ]
+
+
+def test_the_redis_log_gives_the_same_prelude_at_every_cut() -> None:
+    """Any worker sharing the Redis log restates the run as the memory log does."""
+    from aguikit.server.redis_log import RedisEventLog
+
+    async def compare(url: str) -> None:
+        redis_log = RedisEventLog.from_url(url, prefix="prelude:")
+        for cut in range(1, len(EVERYTHING) + 1):
+            memory = MemoryEventLog()
+            run_id = f"r{cut}"
+            for wire in EVERYTHING[:cut]:
+                await memory.append(run_id, wire)
+                await redis_log.append(run_id, wire)
+            assert await prelude(redis_log, run_id) == await prelude(memory, run_id)
+
+    with redis_server() as url:
+        asyncio.run(compare(url))
 
 
 # ---------------------------------------------------------------------------- a paused run
@@ -450,13 +469,19 @@ def test_the_official_typescript_client_accepts_a_prelude_reopening_reasoning_an
 
 def test_what_a_prelude_cannot_restate_is_sent_as_the_log() -> None:
     """``None`` (the caller sends the log): nothing logged, a log that lost its start, a
-    log no verifier accepts, an open message a snapshot dropped from the conversation."""
+    log no verifier accepts, an open message a snapshot dropped from the conversation, an
+    attribution a snapshot cannot restate."""
     start = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
     opened = {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}
     assert build_prelude([]) is None
     assert build_prelude([opened]) is None
     assert build_prelude([start, {"type": "TEXT_MESSAGE_END", "messageId": "m"}]) is None
     assert build_prelude([start, opened, {"type": "MESSAGES_SNAPSHOT", "messages": []}]) is None
+    # The span is s1's, the message (opened untagged) the parent's: a snapshot restating
+    # the message would give the span to the parent, so the prelude checks itself and yields.
+    span = {"type": "REASONING_START", "messageId": "rm", "subagentRunId": "s1"}
+    thought = {"type": "REASONING_MESSAGE_START", "messageId": "rm", "role": "reasoning"}
+    assert build_prelude([start, span, thought]) is None
 
     async def bounded() -> Any:
         log = MemoryEventLog(max_events=1)

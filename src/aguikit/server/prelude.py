@@ -21,26 +21,37 @@ In order (``docs/resume.md`` is the contract, for an implementer in another lang
    once by its ``SUBAGENT_FINISHED`` or ``SUBAGENT_ERROR`` when it has already closed (a
    closed parent must be known for a later child to start under it, and a closed id must
    not start again);
-4. the skeleton of the run's deprecated ``THINKING_*`` events (every one but the content),
-   because a thinking message has no id on the wire: the receiver mints one per start, and
-   only the same sequence of starts makes a joiner mint the same ids;
-5. a start event per item still open, containers first: ``STEP_STARTED``,
-   ``REASONING_START``, ``REASONING_MESSAGE_START``, ``TEXT_MESSAGE_START``,
-   ``TOOL_CALL_START``, each carrying the ``subagentRunId`` of its owner.  A start for an
-   id the snapshot already holds appends to that message or call (the applier's and the
-   official client's rule), so what the log sends next continues the content.
+4. a start event per item still open that is not its owner's stream in flight, containers
+   first: ``STEP_STARTED``, ``REASONING_START``, ``REASONING_MESSAGE_START``,
+   ``TEXT_MESSAGE_START``, ``TOOL_CALL_START`` (with its ``parentMessageId``), each
+   carrying the ``subagentRunId`` of its owner.  A start for an id the snapshot already
+   holds appends to that message or call (the applier's rule and the official client's),
+   so what the log sends next continues the content;
+5. the skeleton of the run's deprecated ``THINKING_*`` events (all but the content, no
+   fields), because a thinking message has no id on the wire: a receiver mints one per
+   start, and only the same sequence of starts makes a joiner mint the same ids;
+6. last, each owner's stream in flight (what an id-less chunk continues,
+   :meth:`aguikit.chunks.ChunkNormalizer.streams`): by its start event with what its
+   opener established, or, when a chunk opened it, by a chunk naming it, so the end the
+   normalizer synthesizes when the owner moves on is still owed.
 
-Then the caller follows the log after the last event the prelude stands for.
+Then the caller follows the log after the last event the prelude stands for.  A run that
+has ended is restated up to its end, and its logged end (interrupts included) is what the
+joiner follows.
 
-The prelude checks itself before it is sent: it is folded and verified like a joiner
-would, and must reach the same messages, state, subagents and open items (with the same
-owners) as the log.  When it does not (or cannot be built), the answer is ``None`` and the
-caller sends the log from event 1, which a client cannot tell apart in the result:
-nothing logged, a log that no longer starts at the run's start, chunk events in the log
-(``*_CHUNK`` streams are closed by what comes after them, which a restatement cannot
-promise), an open item a ``MESSAGES_SNAPSHOT`` dropped from the conversation, or
-attributions a snapshot cannot restate.  A run that has ended gets the prelude of
-everything before its end, followed by the logged end itself (interrupts included).
+The prelude checks itself before it is sent: it is folded and verified as a joiner would,
+and must reach the same messages, state, subagents, open items (with the same owners) and
+streams in flight as the log.  When it does not, or cannot be built, the answer is
+``None`` and the caller sends the log from event 1, which a client cannot tell apart in
+the result: nothing logged, a log that no longer starts at the run's start, a log no
+verifier accepts, an open item a ``MESSAGES_SNAPSHOT`` dropped from the conversation, or an
+attribution a snapshot cannot restate (a reasoning span claimed by a subagent whose
+message was opened untagged).
+
+What a joiner may hold beyond the log's reader: the last item it re-opened for an owner
+is that owner's stream, also when the log had moved on from it (a step or a custom event
+since), so an id-less chunk may resolve to it where the log's reader refused the chunk
+or, for an untagged chunk, took it to the only other stream of its kind in flight.
 """
 
 from __future__ import annotations
