@@ -49,9 +49,11 @@ attribution a snapshot cannot restate (a reasoning span claimed by a subagent wh
 message was opened untagged).
 
 What a joiner may hold beyond the log's reader: the last item it re-opened for an owner
-is that owner's stream, also when the log had moved on from it (a step or a custom event
-since), so an id-less chunk may resolve to it where the log's reader refused the chunk
-or, for an untagged chunk, took it to the only other stream of its kind in flight.
+is that owner's stream in flight, also when the log had moved on from it (a step or a
+custom event since).  Only an id-less chunk can tell: it is resolved against the joiner's
+streams in flight, which then include that item (so it may be continued where the log's
+reader refused the chunk, and an untagged chunk may be taken to it, or found ambiguous,
+where the log's reader took it to the only other stream of its kind in flight).
 """
 
 from __future__ import annotations
@@ -176,8 +178,9 @@ def build_prelude(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]] |
     exactly (see the module docstring for what it holds and when it gives up).
 
     A joiner that folds the prelude and then the events logged after ``events`` ends
-    with the same messages, state and subagents as one that folded the whole log, and its
-    verifier accepts everything the original stream's verifier accepts.
+    with the same messages, state and subagents as one that folded the whole log, and
+    its verifier judges what follows as the log's reader's does (id-less chunks aside:
+    see the module docstring).
     """
     wires = list(events)
     if not wires or wires[0].get("type") != "RUN_STARTED":
