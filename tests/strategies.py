@@ -748,7 +748,7 @@ def _processes(
 ) -> list[list[Any]]:
     kinds = [
         k
-        for k in _PROCESS_KINDS
+        for k in run.get("kinds", _PROCESS_KINDS)
         if (depth < 2 or k not in ("step", "subagent"))
         # The thinking block has no id: one per run, at the parent's level.
         and (k != "thinking" or (tag is None and not run.get("thinking")))
@@ -776,7 +776,13 @@ def _outcome(draw: Any, ids: _Ids) -> Any:
 
 
 @st.composite
-def legal_streams(draw: Any, *, max_runs: int = 3, allow_run_errors: bool = True) -> list[Any]:
+def legal_streams(
+    draw: Any,
+    *,
+    max_runs: int = 3,
+    allow_run_errors: bool = True,
+    kinds: tuple[str, ...] = _PROCESS_KINDS,
+) -> list[Any]:
     """
     Typed event streams every AG-UI consumer must accept, drawn from the grammar above.
 
@@ -785,12 +791,14 @@ def legal_streams(draw: Any, *, max_runs: int = 3, allow_run_errors: bool = True
         allow_run_errors: Whether a run may end with ``RUN_ERROR`` (abandoning whatever it
             had open), or a late ``RUN_ERROR`` may follow ``RUN_FINISHED``.  Turn it off
             when a test needs every opened entity to be closed in the stream.
+        kinds: The processes a run is drawn from (any of ``_PROCESS_KINDS``), to weight a
+            test towards some (subagents, reasoning); nested levels draw from them too.
     """
     ids = _Ids()
     events: list[Any] = []
     for _ in range(draw(st.integers(1, max_runs))):
         run_id = ids("r")
-        run: dict[str, Any] = {}
+        run: dict[str, Any] = {"kinds": kinds}
         body = interleave(draw, _processes(draw, ids, None, 0, run))
         events.append(models.RunStartedEvent(thread_id="t", run_id=run_id))
         if allow_run_errors and draw(st.integers(0, 4)) == 0:

@@ -65,6 +65,7 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.server.writer": 17,
     "aguikit.server.http": 17,
     "aguikit.server.eventlog": 17,
+    "aguikit.server.prelude": 17,
     "aguikit.server.redis_log": 17,
     "aguikit.reference": 18,
     "aguikit.checker": 18,

@@ -102,7 +102,7 @@ from .catalogue import RULES_BY_ID, Rule
 from .errors import ProtocolError
 from .limits import MAX_OPEN_ENTITIES
 
-__all__ = ["RULES", "ChunkNormalizer", "normalize_all"]
+__all__ = ["RULES", "ChunkNormalizer", "StreamInFlight", "normalize_all"]
 
 RULES: Final[Mapping[str, Rule]] = MappingProxyType(
     {rule.id: rule for rule in _CATALOGUE if rule.id.startswith("AGUI-C")}
@@ -151,6 +151,26 @@ class _Stream:
     owner: str | None
     owed: bool
     fields: dict[str, str | None] | None
+
+
+@attrs.frozen
+class StreamInFlight:
+    """
+    The stream one owner has in flight: what an id-less chunk of that owner continues,
+    and, when a chunk opened it, the end the normalizer owes (see
+    :meth:`ChunkNormalizer.streams`).
+
+    ``kind`` is ``"text"``, ``"tool"`` or ``"reasoning"``; ``fields`` what the opener
+    established (``role``/``name``, ``toolCallName``/``parentMessageId``), empty when
+    nothing was.
+    """
+
+    kind: str
+    id: str
+    owner: str | None
+    chunked: bool
+    """Opened by a chunk: the normalizer synthesizes its end when the owner moves on."""
+    fields: Mapping[str, str | None]
 
 
 _Chunk = TextMessageChunkEvent | ToolCallChunkEvent | ReasoningMessageChunkEvent
@@ -218,6 +238,21 @@ class ChunkNormalizer:
     def is_open(self) -> bool:
         """Whether any stream (chunk-opened or explicit) is currently tracked."""
         return bool(self._lanes)
+
+    def streams(self) -> list[StreamInFlight]:
+        """
+        Each owner's stream in flight, in the order they were taken up.
+
+        A consumer that restates a stream (a late joiner's prelude,
+        :mod:`aguikit.server.prelude`) reads here which items chunks may continue and
+        which ends are owed, instead of re-deriving this normalizer's bookkeeping.
+        """
+        return [
+            StreamInFlight(
+                str(stream.kind), stream.id, stream.owner, stream.owed, dict(stream.fields or {})
+            )
+            for stream in self._lanes.values()
+        ]
 
     def normalize(self, event: Event) -> list[Event]:
         """

@@ -245,6 +245,11 @@ class Session:
         return self._applier
 
     @property
+    def normalizer(self) -> ChunkNormalizer:
+        """The chunk normalizer behind the session, for the streams it holds in flight."""
+        return self._normalizer
+
+    @property
     def messages(self) -> list[Message]:
         """The conversation so far, materialised (see :attr:`Applier.messages`)."""
         return self._applier.messages

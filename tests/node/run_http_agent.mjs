@@ -3,7 +3,10 @@
 // { runs: [{ result, runError? } | { error }], messages, state }; runError is a RUN_ERROR event.
 //
 // Usage: node run_http_agent.mjs URL SCRIPT_JSON
-//   SCRIPT_JSON: { threadId, messages, state, tools, answerFrontendTool?: string }
+//   SCRIPT_JSON: { threadId, messages, state, tools, answerFrontendTool?: string,
+//                  runId?: string, headers?: object }
+// runId (default "run-1") and headers let a test follow a run already in progress (a late
+// joiner: Last-Event-ID and X-AGUI-Join, see docs/resume.md).
 // With answerFrontendTool, a tool call the agent left without a result (a frontend tool)
 // is answered with that content and the agent is run a second time, as a UI would.
 import { HttpAgent } from "@ag-ui/client";
@@ -15,6 +18,7 @@ const agent = new HttpAgent({
   threadId: script.threadId,
   initialMessages: script.messages ?? [],
   initialState: script.state ?? {},
+  headers: script.headers ?? {},
 });
 const runs = [];
 
@@ -32,7 +36,7 @@ async function run(runId) {
   }
 }
 
-if ((await run("run-1")) && script.answerFrontendTool) {
+if ((await run(script.runId ?? "run-1")) && script.answerFrontendTool) {
   const answered = new Set(agent.messages.filter((m) => m.role === "tool").map((m) => m.toolCallId));
   const pending = agent.messages
     .flatMap((m) => (m.role === "assistant" ? m.toolCalls ?? [] : []))

@@ -39,10 +39,7 @@ from typing import Any, Final, Protocol
 
 import attrs
 
-from ..rules import Family
-from ..session import Session
-from ..verify import Verifier
-from ..wire import to_wire
+from .prelude import prelude
 
 __all__ = ["EventLog", "MemoryEventLog", "parse_id", "prelude"]
 
@@ -183,63 +180,3 @@ class MemoryEventLog:
                 return
             if position >= run.last:
                 await waiter.wait()
-
-
-async def prelude(log: EventLog, run_id: str) -> tuple[list[dict[str, Any]], str] | None:
-    """
-    A late joiner's consistent start, instead of the whole log: the run's ``RUN_STARTED``,
-    one ``MESSAGES_SNAPSHOT`` and one ``STATE_SNAPSHOT`` of everything logged so far, and
-    a start event re-opening each text message, tool call and step still open (their
-    content so far is in the snapshot; what follows appends to it).  Returns the events
-    and the id of the last logged event they stand for, from which the joiner follows.
-
-    ``None`` when a prelude cannot say it exactly (nothing logged, the log no longer
-    starts at the run's start, the run has ended, or something open that a start event
-    cannot re-open: reasoning, a subagent, an entity attributed to a subagent); the
-    caller then sends the log itself.
-    """
-    logged = await log.read(run_id)
-    if not logged or logged[0][0] != "1" or logged[0][1].get("type") != "RUN_STARTED":
-        return None
-    if logged[-1][1].get("type") in ("RUN_FINISHED", "RUN_ERROR"):
-        return None
-    session = Session(verify=False, keep_delivered=False)
-    verifier = Verifier()
-    for _, wire in logged:
-        for update in session.feed(wire):
-            verifier.verify(update.event)
-    messages = session.messages
-    roles = {m.id: m.role for m in messages}
-    calls = {
-        call.id: (call.function.name, m.id)
-        for m in messages
-        for call in getattr(m, "tool_calls", None) or []
-    }
-    reopen: list[dict[str, Any]] = []
-    for family, entity, owner in verifier.open_entities():
-        if owner is not None:
-            return None
-        if family is Family.TEXT_MESSAGE and entity in roles:
-            reopen.append(
-                {"type": "TEXT_MESSAGE_START", "messageId": entity, "role": roles[entity]}
-            )
-        elif family is Family.TOOL_CALL and entity in calls:
-            name, parent = calls[entity]
-            reopen.append(
-                {
-                    "type": "TOOL_CALL_START",
-                    "toolCallId": entity,
-                    "toolCallName": name,
-                    "parentMessageId": parent,
-                }
-            )
-        elif family is Family.STEP:
-            reopen.append({"type": "STEP_STARTED", "stepName": entity})
-        else:
-            return None
-    start = [
-        logged[0][1],
-        {"type": "MESSAGES_SNAPSHOT", "messages": [to_wire(m) for m in messages]},
-        {"type": "STATE_SNAPSHOT", "snapshot": session.state},
-    ]
-    return start + reopen, logged[-1][0]

@@ -1,0 +1,347 @@
+"""
+A late joiner's prelude: a run in progress restated in a few events, so a second tab or a
+dashboard can follow the run live without downloading every token of its log.
+
+The log of a run is the truth, and replaying it from event 1 is always correct; it is also
+as long as the answer so far.  A client that joins late only needs what the log *adds up
+to*: the conversation, the state, and what is still open, so that the live events that
+follow (a ``TEXT_MESSAGE_CONTENT`` for a message opened long ago, a ``SUBAGENT_FINISHED``,
+a ``STEP_FINISHED`` inside a subagent) are legal continuations for it too.  The prelude is
+that, built from the same two pieces a consumer already has: a :class:`~aguikit.Session`
+folds the log into messages and state, and a :class:`~aguikit.verify.Verifier` says what
+is open and who owns it (:meth:`~aguikit.verify.Verifier.open_entities`).
+
+In order (``docs/resume.md`` is the contract, for an implementer in another language):
+
+1. the run's ``RUN_STARTED`` as logged;
+2. one ``MESSAGES_SNAPSHOT`` of the conversation so far, open messages with their content
+   so far, and one ``STATE_SNAPSHOT``;
+3. every subagent the run announced, in announcement order (so a parent precedes its
+   children): ``SUBAGENT_STARTED`` with its name, description and parents, followed at
+   once by its ``SUBAGENT_FINISHED`` or ``SUBAGENT_ERROR`` when it has already closed (a
+   closed parent must be known for a later child to start under it, and a closed id must
+   not start again);
+4. a start event per item still open that is not its owner's stream in flight, containers
+   first: ``STEP_STARTED``, ``REASONING_START``, ``REASONING_MESSAGE_START``,
+   ``TEXT_MESSAGE_START``, ``TOOL_CALL_START`` (with its ``parentMessageId``), each
+   carrying the ``subagentRunId`` of its owner.  A start for an id the snapshot already
+   holds appends to that message or call (the applier's rule and the official client's),
+   so what the log sends next continues the content;
+5. the skeleton of the run's deprecated ``THINKING_*`` events (all but the content, no
+   fields), because a thinking message has no id on the wire: a receiver mints one per
+   start, and only the same sequence of starts makes a joiner mint the same ids;
+6. last, each owner's stream in flight (what an id-less chunk continues,
+   :meth:`aguikit.chunks.ChunkNormalizer.streams`): by its start event with what its
+   opener established, or, when a chunk opened it, by a chunk naming it, so the end the
+   normalizer synthesizes when the owner moves on is still owed.
+
+Then the caller follows the log after the last event the prelude stands for.  A run that
+has ended is restated up to its end, and its logged end (interrupts included) is what the
+joiner follows.
+
+The prelude checks itself before it is sent: it is folded and verified as a joiner would,
+and must reach the same messages, state, subagents, open items (with the same owners) and
+streams in flight as the log.  When it does not, or cannot be built, the answer is
+``None`` and the caller sends the log from event 1, which a client cannot tell apart in
+the result: nothing logged, a log that no longer starts at the run's start, a log no
+verifier accepts, an open item a ``MESSAGES_SNAPSHOT`` dropped from the conversation, or an
+attribution a snapshot cannot restate (a reasoning span claimed by a subagent whose
+message was opened untagged).
+
+What a joiner may hold beyond the log's reader: the last item it re-opened for an owner
+is that owner's stream in flight, also when the log had moved on from it (a step or a
+custom event since).  Only an id-less chunk can tell: it is resolved against the joiner's
+streams in flight, which then include that item (so it may be continued where the log's
+reader refused the chunk, and an untagged chunk may be taken to it, or found ambiguous,
+where the log's reader took it to the only other stream of its kind in flight).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from .._generated.models import (
+    AssistantMessage,
+    Event,
+    Message,
+    MessagesSnapshotEvent,
+    ReasoningMessage,
+    ReasoningMessageStartEvent,
+    ReasoningStartEvent,
+    StateSnapshotEvent,
+    StepStartedEvent,
+    SubagentErrorEvent,
+    SubagentFinishedEvent,
+    SubagentFinishedSuspendedOutcome,
+    SubagentStartedEvent,
+    TextMessageStartEvent,
+    ToolCallStartEvent,
+)
+from ..changes import Subagent, SubagentStatus
+from ..chunks import StreamInFlight
+from ..errors import AguiError
+from ..rules import Family
+from ..session import Session
+from ..verify import Verifier
+from ..wire import to_wire
+
+if TYPE_CHECKING:
+    from .eventlog import EventLog
+
+__all__ = ["build_prelude", "prelude"]
+
+_ENDS: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
+_THINKING: Final = frozenset(
+    {
+        "THINKING_START",
+        "THINKING_TEXT_MESSAGE_START",
+        "THINKING_TEXT_MESSAGE_CONTENT",
+        "THINKING_TEXT_MESSAGE_END",
+        "THINKING_END",
+    }
+)
+_SKELETON: Final = _THINKING - {"THINKING_TEXT_MESSAGE_CONTENT"}
+"""The thinking events that mint or close an id; the content is in the snapshot."""
+_TEXT_ROLES: Final = frozenset({"assistant", "user", "system", "developer"})
+_REOPEN_ORDER: Final[Mapping[Family, int]] = {
+    Family.STEP: 0,
+    Family.REASONING_SPAN: 1,
+    Family.REASONING_MESSAGE: 2,
+    Family.TEXT_MESSAGE: 3,
+    Family.TOOL_CALL: 4,
+}
+"""Containers before contents; subagents and thinking are restated before all of them."""
+_LANE_FAMILY: Final = {
+    "text": Family.TEXT_MESSAGE,
+    "tool": Family.TOOL_CALL,
+    "reasoning": Family.REASONING_MESSAGE,
+}
+_CHUNK: Final = {
+    "text": "TEXT_MESSAGE_CHUNK",
+    "tool": "TOOL_CALL_CHUNK",
+    "reasoning": "REASONING_MESSAGE_CHUNK",
+}
+_CHUNK_ID: Final = {"text": "messageId", "tool": "toolCallId", "reasoning": "messageId"}
+
+
+async def prelude(log: EventLog, run_id: str) -> tuple[list[dict[str, Any]], str] | None:
+    """
+    A late joiner's consistent start for ``run_id``, instead of its whole log.
+
+    Returns the prelude's events (:func:`build_prelude` of the logged events before the
+    run's end) and the id of the last logged event they stand for, after which the joiner
+    follows the log; ``None`` when the log must be sent from its first event instead (see
+    the module docstring).  A run that has ended is restated the same way and its end is
+    what the joiner then follows: the logged ``RUN_FINISHED`` (with its interrupts) or
+    ``RUN_ERROR``.
+    """
+    logged = await log.read(run_id)
+    if not logged or logged[0][0] != "1" or logged[0][1].get("type") != "RUN_STARTED":
+        return None
+    cut = next(
+        (index for index, (_, wire) in enumerate(logged) if wire.get("type") in _ENDS),
+        len(logged),
+    )
+    events = build_prelude(wire for _, wire in logged[:cut])
+    return None if events is None else (events, logged[cut - 1][0])
+
+
+class _Fold:
+    """One consumer of a stream: its session (messages, state) and its verifier."""
+
+    def __init__(self) -> None:
+        self.session = Session(verify=False, keep_delivered=False)
+        self.verifier = Verifier()
+
+    def feed(self, wire: Mapping[str, Any]) -> list[Event]:
+        delivered = [update.event for update in self.session.feed(wire)]
+        for event in delivered:
+            self.verifier.verify(event)
+        return delivered
+
+    def outcome(self) -> tuple[Any, ...]:
+        """What a joiner must agree on: the fold, and what is open under whom."""
+        session = self.session
+        return (
+            [to_wire(message) for message in session.messages],
+            session.state,
+            session.subagents,
+            sorted(map(repr, self.verifier.open_entities())),
+        )
+
+
+def build_prelude(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
+    """
+    The prelude (wire dicts) restating ``events``, the logged events of one run in
+    progress from its ``RUN_STARTED`` on, or ``None`` when no prelude can restate them
+    exactly (see the module docstring for what it holds and when it gives up).
+
+    A joiner that folds the prelude and then the events logged after ``events`` ends
+    with the same messages, state and subagents as one that folded the whole log, and
+    its verifier judges what follows as the log's reader's does (id-less chunks aside:
+    see the module docstring).
+    """
+    wires = list(events)
+    if not wires or wires[0].get("type") != "RUN_STARTED":
+        return None
+    if any(wire.get("type") in _ENDS for wire in wires):
+        return None
+    original = _Fold()
+    minted: set[Any] = set()
+    skeleton: list[dict[str, Any]] = []
+    try:
+        for wire in wires:
+            delivered = original.feed(wire)
+            kind = wire.get("type")
+            if kind in _THINKING:
+                minted.update(getattr(event, "message_id", None) for event in delivered)
+                if kind in _SKELETON:
+                    skeleton.append({"type": kind})
+    except AguiError:
+        return None  # a log no verifier accepts is not restated; it is sent as it is
+    session = original.session
+    lanes = {(_LANE_FAMILY[lane.kind], lane.id): lane for lane in session.normalizer.streams()}
+    items = [
+        (family, entity, owner)
+        for family, entity, owner in original.verifier.open_entities()
+        if family is not Family.SUBAGENT
+        and not (entity in minted and family in (Family.REASONING_SPAN, Family.REASONING_MESSAGE))
+    ]
+    # Containers first; each owner's stream in flight last, so that it is the stream an
+    # id-less chunk continues for the joiner too (re-opening an item makes it its owner's).
+    items.sort(key=lambda item: _REOPEN_ORDER.get(item[0], len(_REOPEN_ORDER)))
+    reopened: list[dict[str, Any]] = []
+    in_flight: list[dict[str, Any]] = []
+    for family, entity, owner in items:
+        lane = lanes.get((family, entity))
+        event = _reopen(family, entity, owner, session, lane)
+        if event is None:
+            return None
+        (reopened if lane is None else in_flight).append(event)
+    result = [
+        dict(wires[0]),
+        to_wire(MessagesSnapshotEvent(messages=list(session.messages))),
+        to_wire(StateSnapshotEvent(snapshot=session.state)),
+        *(to_wire(event) for subagent in session.subagents for event in _restate(subagent)),
+        *reopened,
+        *skeleton,
+        *in_flight,
+    ]
+    joiner = _Fold()
+    try:
+        for wire in result:
+            joiner.feed(wire)
+    except AguiError:
+        return None
+    if joiner.outcome() != original.outcome():
+        return None
+    # Every stream in flight is in flight for the joiner too, chunk-opened ones owing their
+    # end, with what their opener established (a stream a content event took up again
+    # established nothing; the joiner's knows the role).  The joiner may hold more: an
+    # owner whose items are open but who had moved on.
+    streams = {
+        (s.kind, s.id, s.owner, s.chunked): s.fields for s in joiner.session.normalizer.streams()
+    }
+    for lane in lanes.values():
+        fields = streams.get((lane.kind, lane.id, lane.owner, lane.chunked))
+        if fields is None or (lane.fields and fields != lane.fields):
+            return None
+    return result
+
+
+def _restate(subagent: Subagent) -> list[Event]:
+    """A subagent's announcement, and its close when it has closed."""
+    run_id = subagent.run_id
+    events: list[Event] = [
+        SubagentStartedEvent(
+            subagent_run_id=run_id,
+            name=subagent.name,
+            description=subagent.description,
+            parent_subagent_run_id=subagent.parent_subagent_run_id,
+            parent_tool_call_id=subagent.parent_tool_call_id,
+            parent_message_id=subagent.parent_message_id,
+        )
+    ]
+    status = subagent.status
+    if status is SubagentStatus.FINISHED:
+        events.append(SubagentFinishedEvent(subagent_run_id=run_id, result=subagent.result))
+    elif status is SubagentStatus.SUSPENDED:
+        outcome = SubagentFinishedSuspendedOutcome(interrupt_ids=list(subagent.interrupt_ids))
+        events.append(
+            SubagentFinishedEvent(subagent_run_id=run_id, result=subagent.result, outcome=outcome)
+        )
+    elif status is SubagentStatus.FAILED:
+        events.append(
+            SubagentErrorEvent(
+                subagent_run_id=run_id,
+                message=subagent.error_message or "",
+                code=subagent.error_code,
+            )
+        )
+    return events
+
+
+def _reopen(
+    family: Family, entity: Any, owner: Any, session: Session, lane: StreamInFlight | None
+) -> dict[str, Any] | None:
+    """
+    The event re-opening one open item (``None`` when none can): its start event, with
+    what the opener established when the item is its owner's stream in flight, or a chunk
+    when a chunk opened it.
+    """
+    if lane is not None and lane.chunked:
+        return _chunk(lane)
+    fields: Mapping[str, Any] = {} if lane is None else lane.fields
+    if lane is not None:
+        owner = lane.owner  # the owner the normalizer files it under (a tag, not inherited)
+    event: Event
+    if family is Family.STEP:
+        event = StepStartedEvent(step_name=entity, subagent_run_id=owner)
+    elif family is Family.REASONING_SPAN:
+        event = ReasoningStartEvent(message_id=entity, subagent_run_id=owner)
+    elif family is Family.TOOL_CALL:
+        found = next(
+            (
+                (message.id, call.function.name)
+                for message in session.messages
+                for call in _calls(message)
+                if call.id == entity
+            ),
+            None,
+        )
+        if found is None:
+            return None
+        event = ToolCallStartEvent(
+            tool_call_id=entity,
+            tool_call_name=found[1],
+            parent_message_id=fields.get("parentMessageId", found[0]),
+            subagent_run_id=owner,
+        )
+    else:
+        message = session.applier.message(entity)
+        if family is Family.REASONING_MESSAGE and isinstance(message, ReasoningMessage):
+            event = ReasoningMessageStartEvent(message_id=entity, subagent_run_id=owner)
+        elif family is Family.TEXT_MESSAGE and message is not None and message.role in _TEXT_ROLES:
+            event = TextMessageStartEvent(
+                message_id=entity,
+                role=fields.get("role", message.role),
+                name=fields.get("name"),
+                subagent_run_id=owner,
+            )
+        else:
+            return None
+    return to_wire(event)
+
+
+def _chunk(lane: StreamInFlight) -> dict[str, Any]:
+    """A chunk re-opening a chunk-opened stream, so the joiner's normalizer owes its end."""
+    chunk: dict[str, Any] = {"type": _CHUNK[lane.kind], _CHUNK_ID[lane.kind]: lane.id}
+    chunk.update((name, value) for name, value in lane.fields.items() if value is not None)
+    if lane.owner is not None:
+        chunk["subagentRunId"] = lane.owner
+    return chunk
+
+
+def _calls(message: Message) -> list[Any]:
+    return (message.tool_calls or []) if isinstance(message, AssistantMessage) else []
