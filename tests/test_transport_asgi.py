@@ -11,6 +11,7 @@ timeout), an abort never reaches the handler, and a slow reader holds no one bac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -229,8 +230,10 @@ def test_the_client_reports_a_mid_body_failure_as_a_dropped_connection() -> None
     assert asyncio.run(main()) == ["RUN_STARTED"]
 
 
-def test_a_never_ending_stream_is_read_in_part_and_closed() -> None:
-    """An endless Starlette stream: read three chunks, close, and its generator ends."""
+@pytest.mark.parametrize("leave", ["break", "raise"])
+def test_a_never_ending_stream_is_read_in_part_and_closed(leave: str) -> None:
+    """An endless Starlette stream: read three chunks, then leave (a ``break``, or an
+    exception in the consumer); the disconnect reaches the app and its generator ends."""
     closed = asyncio.Event()
 
     async def forever() -> AsyncIterator[bytes]:
@@ -251,19 +254,19 @@ def test_a_never_ending_stream_is_read_in_part_and_closed() -> None:
     async def main() -> list[bytes]:
         chunks: list[bytes] = []
         async with httpx.AsyncClient(transport=ASGIStreamTransport(app)) as client:
-            async with client.stream("POST", URL, json=BODY) as answer:
-                async for chunk in answer.aiter_bytes():
-                    chunks.append(chunk)
-                    if len(chunks) == 3:
-                        break
+            with contextlib.suppress(LookupError):
+                async with client.stream("POST", URL, json=BODY) as answer:
+                    async for chunk in answer.aiter_bytes():
+                        chunks.append(chunk)
+                        if len(chunks) == 3 and leave == "break":
+                            break
+                        if len(chunks) == 3:
+                            raise LookupError("the consumer failed")
             assert closed.is_set()  # the disconnect reached the app before close returned
         return chunks
 
-    assert asyncio.run(asyncio.wait_for(main(), GUARD)) == [
-        b": tick 0\n\n",
-        b": tick 1\n\n",
-        b": tick 2\n\n",
-    ]
+    expected = [b": tick 0\n\n", b": tick 1\n\n", b": tick 2\n\n"]
+    assert asyncio.run(asyncio.wait_for(main(), GUARD)) == expected
 
 
 def test_a_silent_app_times_out_like_a_socket() -> None:

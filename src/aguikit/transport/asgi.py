@@ -34,6 +34,7 @@ connection a real client would see.  A test of streaming behaviour over it tests
 * the request's read timeout applies to the start of the answer and between chunks
   (:class:`httpx.ReadTimeout`), as over a socket.
 
+It runs on asyncio (the app is an ``asyncio`` task), as the rest of aguikit does.
 What it deliberately does not do: the ``lifespan`` protocol (an app whose routes need
 startup state should be entered with its own lifespan context, e.g. Starlette's
 ``TestClient``, or served by uvicorn), WebSockets, HTTP/2, trailers or ``pathsend``.
