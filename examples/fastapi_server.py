@@ -7,11 +7,13 @@ Run it and point aguikit at it::
     python examples/fastapi_server.py            # serves http://127.0.0.1:8000/agent
     aguikit check http://127.0.0.1:8000/agent    # in another terminal
     aguikit replay http://127.0.0.1:8000/agent
+    curl http://127.0.0.1:8000/agent/capabilities  # what it declares it can do
 
 The agent parses the request with :func:`aguikit.wire.parse_run_agent_input`, builds typed
 events and writes each with :func:`aguikit.encode.encode_sse`, which produces the same
 bytes as the official SDK's ``EventEncoder``.  With FastAPI, return the same
-``StreamingResponse`` from a ``@app.post`` handler.
+``StreamingResponse`` from a ``@app.post`` handler, and register the capabilities with
+``app.get("/agent/capabilities")(capabilities_endpoint(CAPABILITIES))``.
 """
 
 from __future__ import annotations
@@ -27,8 +29,19 @@ from starlette.routing import Route
 from aguikit import models as m
 from aguikit.encode import encode_sse as encode
 from aguikit.errors import AguiError
+from aguikit.server import capabilities_endpoint
 from aguikit.transport.sse import MEDIA_TYPE
 from aguikit.wire import parse_run_agent_input
+
+CAPABILITIES = m.AgentCapabilities(
+    identity=m.IdentityCapabilities(
+        name="echo", type="starlette", description="Answers by repeating the question."
+    ),
+    transport=m.TransportCapabilities(streaming=True, http_binary=False, resumable=False),
+    tools=m.ToolsCapabilities(supported=False),
+    state=m.StateCapabilities(snapshots=True, deltas=False),
+)
+"""Checked against the schema by ``capabilities_endpoint`` when the app is built."""
 
 
 async def _answer(thread_id: str, run_id: str, question: str) -> AsyncIterator[str]:
@@ -61,7 +74,12 @@ async def agent(request: Request) -> Response:
     )
 
 
-app = Starlette(routes=[Route("/agent", agent, methods=["POST"])])
+app = Starlette(
+    routes=[
+        Route("/agent", agent, methods=["POST"]),
+        Route("/agent/capabilities", capabilities_endpoint(CAPABILITIES), methods=["GET"]),
+    ]
+)
 
 if __name__ == "__main__":
     import uvicorn

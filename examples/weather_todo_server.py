@@ -8,6 +8,7 @@ runs a subagent (a packing assistant) and asks the frontend to run a tool
     pip install 'aguikit[server]' uvicorn
     python examples/weather_todo_server.py         # http://127.0.0.1:8000/agent
     aguikit replay http://127.0.0.1:8000/agent     # in another terminal
+    curl http://127.0.0.1:8000/agent/capabilities  # what it declares it can do
 """
 
 from __future__ import annotations
@@ -16,6 +17,43 @@ import asyncio
 import re
 
 from aguikit.server import EventWriter, RunAgentInput, RunWriter, create_app
+
+CAPABILITIES = {
+    # What this agent declares, served at GET /agent/capabilities and checked against the
+    # AgentCapabilities schema when the app is built.  Only what it really does: a member
+    # left out means "not declared".
+    "identity": {
+        "name": "weather-todo",
+        "type": "aguikit",
+        "description": "Checks the weather and keeps a todo list of what to bring.",
+        "version": "1.0.0",
+    },
+    "transport": {"streaming": True, "httpBinary": True},
+    "tools": {
+        "supported": True,
+        "items": [
+            {
+                "name": "get_weather",
+                "description": "The forecast for a city: sky and temperature.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}},
+                    "required": ["city"],
+                },
+            }
+        ],
+        "parallelCalls": False,
+        "clientProvided": True,  # it calls the frontend's confirm_todo when offered
+    },
+    "state": {"snapshots": True, "deltas": True, "persistentState": False},
+    "multiAgent": {
+        "supported": True,
+        "delegation": True,
+        "subagents": [{"name": "packing-assistant", "description": "Suggests what to pack"}],
+    },
+    "reasoning": {"supported": True, "streaming": True},
+    "humanInTheLoop": {"supported": True, "approvals": True, "interrupts": False},
+}
 
 FORECASTS = {"paris": ("light rain", 14), "lyon": ("sunny", 22), "oslo": ("snow", -3)}
 
@@ -78,7 +116,7 @@ async def agent(run_input: RunAgentInput, run: RunWriter) -> None:
         await run.call_tool("confirm_todo", {"title": todos[-1]["title"] if todos else "none"})
 
 
-app = create_app(agent, path="/agent")
+app = create_app(agent, path="/agent", capabilities=CAPABILITIES)
 
 if __name__ == "__main__":
     import uvicorn

@@ -23,24 +23,25 @@ from tests.strategies import chunk_form, conversations, explicit_form
 
 from aguikit import Agent, Session, compact_events
 from aguikit.agent import build_resume, filter_tool_calls, log_events, parse_partial_json
-from aguikit.errors import ProtocolError
-from aguikit.models import Interrupt
-from aguikit.server import RunWriter, create_app
+from aguikit.errors import ProtocolError, SchemaValidationError, WireFormatError
+from aguikit.models import AgentCapabilities, ExecutionCapabilities, Interrupt
+from aguikit.server import RunWriter, capabilities_endpoint, create_app
 from aguikit.wire import to_wire
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "weather_todo_server.py"
 URL = "http://agent.test/agent"
 
 
-def _example_app() -> Any:
-    spec = importlib.util.spec_from_file_location("agent_weather_todo_server", EXAMPLE)
+def _load(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(f"agent_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.app
+    return module
 
 
-APP = _example_app()
+WEATHER = _load(EXAMPLE)
+APP = WEATHER.app
 
 
 def _user(text: str, mid: str) -> dict[str, Any]:
@@ -242,7 +243,45 @@ def test_capabilities_are_typed_and_a_missing_endpoint_is_none() -> None:
     found = asyncio.run(Agent(URL, app=app).capabilities())
     assert found is not None and found.identity is not None
     assert found.identity.name == "weather"
-    assert asyncio.run(Agent(URL, app=APP).capabilities()) is None
+    assert asyncio.run(Agent(URL, app=create_app(_pausing, path="/agent")).capabilities()) is None
+
+
+def test_the_example_servers_declare_their_capabilities_over_uvicorn() -> None:
+    """Both examples, served for real, answer ``Agent.capabilities()`` with what they
+    declare, typed; a server declaring nothing answers ``None``."""
+    fastapi = _load(EXAMPLE.parent / "fastapi_server.py")
+    bare = create_app(_pausing, path="/agent")
+    for app, declared in [(APP, WEATHER.CAPABILITIES), (fastapi.app, fastapi.CAPABILITIES)]:
+        with serve_asgi(app) as base:
+            found = asyncio.run(Agent(base + "/agent").capabilities())
+        assert isinstance(found, AgentCapabilities)
+        assert to_wire(found) == (declared if isinstance(declared, dict) else to_wire(declared))
+    assert found == fastapi.CAPABILITIES
+    with serve_asgi(bare) as base:
+        assert asyncio.run(Agent(base + "/agent").capabilities()) is None
+
+
+def test_a_bad_capabilities_declaration_fails_when_the_app_is_built() -> None:
+    """Strictly checked at construction, naming the pointer, typed or wire alike."""
+    with pytest.raises(SchemaValidationError) as wire_error:
+        create_app(_pausing, capabilities={"identity": {"nmae": "weather"}})
+    assert [issue.pointer for issue in wire_error.value.issues] == ["/identity"]
+    assert "nmae" in str(wire_error.value)
+    typed = AgentCapabilities(execution=ExecutionCapabilities(max_iterations=-1))
+    with pytest.raises(SchemaValidationError) as typed_error:
+        capabilities_endpoint(typed)
+    assert [i.pointer for i in typed_error.value.issues] == ["/execution/maxIterations"]
+    with pytest.raises(WireFormatError):
+        capabilities_endpoint("everything")  # type: ignore[arg-type]
+
+
+def test_create_app_serves_capabilities_next_to_the_run_route() -> None:
+    """``GET {path}/capabilities`` (the root path too); POST stays the run route."""
+    declared = {"identity": {"name": "root"}, "transport": {"streaming": True}}
+    root = create_app(_pausing, capabilities=declared)
+    found = asyncio.run(Agent("http://agent.test/", app=root).capabilities())
+    assert found is not None and to_wire(found) == declared
+    assert Agent("http://agent.test/", app=root).run_sync().interrupts
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -55,6 +55,7 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.transport.sse": 15,
     "aguikit.transport.jsonl": 15,
     "aguikit.transport.http": 15,
+    "aguikit.transport.asgi": 15,
     "aguikit.transport.proto": 15,
     "aguikit.proto": 15,
     "aguikit.encode": 16,

@@ -101,6 +101,7 @@ def test_every_python_snippet_of_the_readme_runs_as_written(
     assert "RUN_FINISHED" in out  # the client snippet streamed a whole run
     assert "arguments so far: {'city': 'Oslo'}" in out  # the Agent tour's subscriber
     assert "Thanks, noted: confirmed." in out  # ... and its second turn
+    assert "['get_weather']" in out  # ... and the capabilities the example declares
 
 
 def _server_snippet() -> str:

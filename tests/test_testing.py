@@ -56,6 +56,7 @@ from aguikit.testing import (
     assert_valid_stream,
     judge_stream,
 )
+from aguikit.transport.asgi import ASGIStreamTransport
 from aguikit.wire import parse_message
 
 GOOD: list[dict[str, Any]] = [
@@ -330,7 +331,7 @@ def test_unknown_fields_are_refused() -> None:
 
 
 def _aguikit_client(agent: ScriptedAgent) -> list[str]:
-    client = AgentClient("http://agent.test/", async_transport=httpx.ASGITransport(app=agent))
+    client = AgentClient("http://agent.test/", async_transport=ASGIStreamTransport(agent))
 
     async def main() -> list[str]:
         return [u.event.type async for u in client.run(run_input())]

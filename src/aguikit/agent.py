@@ -59,6 +59,7 @@ from .client import AgentClient, prepare_input
 from .errors import AguiError
 from .models import Event
 from .session import Session, Update
+from .transport.asgi import ASGIStreamTransport
 from .transport.http import DEFAULT_TIMEOUT, aget_json
 from .wire import parse_as, parse_message, to_wire
 
@@ -228,8 +229,12 @@ class Agent:
     Args:
         url: The agent endpoint.
         app: An ASGI app to talk to in process instead of the network (tests, notebooks);
-            ``url`` is then the path on it, e.g. ``"http://agent/agent"``.  httpx's ASGI
-            transport hands over the answer when the run ends, so nothing streams.
+            ``url`` is then the path on it, e.g. ``"http://agent/agent"``.  It is driven
+            through :class:`~aguikit.transport.asgi.ASGIStreamTransport`, so the run
+            streams as it would from a server: subscribers fire while the app is still
+            running, :meth:`abort` disconnects it, a failure mid-stream is a dropped
+            connection (``httpx.ASGITransport`` would hand the answer over only once the
+            run had ended).
         thread_id: The thread; a fresh one when not given.
         messages, state, tools, context, forwarded_props: What the next run sends; they
             persist across runs (messages and state as each run leaves them).
@@ -240,6 +245,7 @@ class Agent:
         transport: An ``httpx`` async transport to use instead of the network.
 
     .. versionadded:: 0.2.0
+    .. versionchanged:: 0.3.0  ``app`` streams (through ``ASGIStreamTransport``).
     """
 
     def __init__(
@@ -264,7 +270,7 @@ class Agent:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if app is not None:
-            transport = httpx.ASGITransport(app=app)
+            transport = ASGIStreamTransport(app)
         self.url = url
         self.thread_id = thread_id or str(uuid.uuid4())
         self.messages: list[Message] = [self._message(m) for m in messages]

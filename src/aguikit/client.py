@@ -219,7 +219,9 @@ class AgentClient:
         max_frame_bytes: Largest SSE frame accepted.
         max_depth: Deepest JSON nesting accepted in one event.
         transport: An ``httpx`` transport to use instead of the network (sync runs).
-        async_transport: Likewise for async runs.
+        async_transport: Likewise for async runs; for an ASGI app in process use
+            :class:`~aguikit.transport.asgi.ASGIStreamTransport`, which streams
+            (``httpx.ASGITransport`` hands the answer over only once the app has ended).
         max_reconnects: Consecutive reconnects tried on a dropped resumable stream (see
             :meth:`aevents`).
         backoff: Seconds before the first reconnect; doubled for each further one.

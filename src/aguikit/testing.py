@@ -58,6 +58,7 @@ from .client import prepare_input
 from .errors import AguiError
 from .interop import is_sdk_model, sdk_wire
 from .session import Session, SessionWarning
+from .transport.asgi import ASGIApp, ASGIStreamTransport
 from .transport.http import apost_stream
 from .transport.sse import encode_bytes
 from .wire import parse_message, to_wire
@@ -375,11 +376,6 @@ def assert_valid_stream(source: Source, *, strict: bool = False) -> RunResult:
 
 # --- the in-process client ---------------------------------------------------------------
 
-AsgiApp: TypeAlias = Callable[
-    [MutableMapping[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]],
-    Awaitable[None],
-]
-
 _FIELDS: Final = {
     "thread_id": "threadId",
     "run_id": "runId",
@@ -406,10 +402,11 @@ class AgentTestClient:
     Run an AG-UI agent from a test and get a judged :class:`RunResult` back.
 
     ``target`` is an ASGI app (Starlette, FastAPI, :func:`aguikit.server.create_app`, a
-    framework's adapter), driven in process through ``httpx.ASGITransport`` so a test
-    needs no server and no port, or the URL of a running agent.  Every run is verified
-    by default, because a stream a test did not verify is the one that fails in the
-    browser.
+    framework's adapter), driven in process through
+    :class:`~aguikit.transport.asgi.ASGIStreamTransport` so a test needs no server and
+    no port (and a stalled stream times out as it would over a socket), or the URL of a
+    running agent.  Every run is verified by default, because a stream a test did not
+    verify is the one that fails in the browser.
 
     Args:
         target: An ASGI application or an ``http(s)://`` URL.
@@ -423,7 +420,7 @@ class AgentTestClient:
 
     def __init__(
         self,
-        target: AsgiApp | str | Any,
+        target: ASGIApp | str | Any,
         *,
         path: str = "/",
         headers: Mapping[str, str] | None = None,
@@ -476,7 +473,7 @@ class AgentTestClient:
     def _transport(self) -> httpx.AsyncBaseTransport | None:
         if isinstance(self.target, str):
             return None
-        return httpx.ASGITransport(app=self.target)
+        return ASGIStreamTransport(self.target)
 
     async def _fetch(self, body: dict[str, Any]) -> bytes:
         data = bytearray()
@@ -672,7 +669,8 @@ class ScriptedAgent:
     agent will not go wrong on cue.  This one does: give it the stream (any
     :func:`assert_valid_stream` source, replayed as SSE frames of its events, or the exact
     bytes with ``verbatim=True``) and the faults, mount it or hand it to
-    ``httpx.ASGITransport``.  It does not judge the stream, so an invalid one replays as
+    :class:`~aguikit.transport.asgi.ASGIStreamTransport` (its faults are timed, so they
+    need a transport that streams).  It does not judge the stream, so an invalid one replays as
     it is (a test of how a client reports it).  :attr:`requests` records each body it
     was sent.
     """

@@ -5,9 +5,10 @@ The producer side of AG-UI: emit a verified stream from any Starlette or FastAPI
 expansion and verifier a receiver uses (strict, repair or audit), with typed helpers that
 make the legal order the easy one; :func:`agui_endpoint` and :func:`create_app` serve a
 handler over HTTP (SSE or JSONL, keep-alive comments, backpressure, cancellation on
-disconnect).  ``RunAgentInput`` is re-exported so a handler's module needs no other
-import.  The HTTP half needs Starlette (``aguikit[server]``) and is imported on
-first use, so the writer works without it.
+disconnect), and :func:`capabilities_endpoint` publishes what the agent declares it can
+do.  ``RunAgentInput`` is re-exported so a handler's module needs no other import.
+The HTTP half needs Starlette (``aguikit[server]``) and is imported on first use, so the
+writer works without it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from .writer import (
 )
 
 if TYPE_CHECKING:
-    from .http import Handler, agui_endpoint, create_app
+    from .http import Handler, agui_endpoint, capabilities_endpoint, create_app
 
 __all__ = [
     "Activity",
@@ -45,10 +46,11 @@ __all__ = [
     "TextMessage",
     "ToolCall",
     "agui_endpoint",
+    "capabilities_endpoint",
     "create_app",
 ]
 
-_HTTP = frozenset({"Handler", "agui_endpoint", "create_app"})
+_HTTP = frozenset({"Handler", "agui_endpoint", "capabilities_endpoint", "create_app"})
 
 
 def __getattr__(name: str) -> Any:

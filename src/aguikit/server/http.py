@@ -38,18 +38,25 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from .._generated.models import RunAgentInput
+from .._generated.models import AgentCapabilities, RunAgentInput
 from ..encode import encode_proto
 from ..errors import DecodeError
-from ..jsonio import loads
+from ..jsonio import dumps_wire, loads
 from ..proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from ..transport import jsonl, sse
-from ..validate import is_valid, iter_schema_errors
-from ..wire import parse_run_agent_input
+from ..validate import is_valid, iter_schema_errors, validate
+from ..wire import parse_run_agent_input, to_wire
 from .eventlog import EventLog, prelude
 from .writer import Mode, RunWriter
 
-__all__ = ["PROTOBUF_MEDIA_TYPE", "Handler", "agui_endpoint", "create_app", "negotiate"]
+__all__ = [
+    "PROTOBUF_MEDIA_TYPE",
+    "Handler",
+    "agui_endpoint",
+    "capabilities_endpoint",
+    "create_app",
+    "negotiate",
+]
 
 Handler = Callable[[RunAgentInput, RunWriter], Awaitable[None]]
 """``async def handler(input, run)``: answer one run request by emitting on ``run``."""
@@ -409,9 +416,60 @@ def agui_endpoint(
     return endpoint
 
 
-def create_app(handler: Handler, *, path: str = "/", **options: Any) -> Starlette:
+def create_app(
+    handler: Handler,
+    *,
+    path: str = "/",
+    capabilities: AgentCapabilities | Mapping[str, Any] | None = None,
+    **options: Any,
+) -> Starlette:
     """
     A one-route ASGI app serving ``handler`` with ``POST`` on ``path``; ``options`` are
     those of :func:`agui_endpoint`.  ``uvicorn module:app`` runs it.
+
+    With ``capabilities`` it also answers ``GET {path}/capabilities`` with them (see
+    :func:`capabilities_endpoint`), where :meth:`aguikit.Agent.capabilities` looks.
+
+    Raises:
+        SchemaValidationError: ``capabilities`` is not a valid ``AgentCapabilities``.
+
+    .. versionchanged:: 0.3.0  ``capabilities``.
     """
-    return Starlette(routes=[Route(path, agui_endpoint(handler, **options), methods=["POST"])])
+    routes = [Route(path, agui_endpoint(handler, **options), methods=["POST"])]
+    if capabilities is not None:
+        where = path.rstrip("/") + "/capabilities"
+        routes.append(Route(where, capabilities_endpoint(capabilities), methods=["GET"]))
+    return Starlette(routes=routes)
+
+
+def capabilities_endpoint(
+    capabilities: AgentCapabilities | Mapping[str, Any],
+) -> Callable[[Request], Awaitable[Response]]:
+    """
+    An endpoint answering ``GET`` with the agent's declared capabilities as JSON.
+
+    Mount it at ``<agent path>/capabilities``, where clients look (the official
+    TypeScript client and :meth:`aguikit.Agent.capabilities`): a Starlette
+    ``Route("/agent/capabilities", endpoint, methods=["GET"])`` or a FastAPI
+    ``app.get("/agent/capabilities")(endpoint)``; :func:`create_app` does it itself.
+
+    ``capabilities`` is an :class:`~aguikit.models.AgentCapabilities` or its wire dict.
+    It is checked strictly against the schema and serialised here, once: a misspelt
+    member or a wrong type fails where the app is built, naming its JSON pointer, rather
+    than in a client that asks later.  Declare only what the agent really does (a missing
+    member means "not declared", not "unsupported").
+
+    Raises:
+        SchemaValidationError: The declaration is not a valid ``AgentCapabilities``.
+        WireFormatError: It is neither a mapping nor a generated model.
+
+    .. versionadded:: 0.3.0
+    """
+    wire = dict(capabilities) if isinstance(capabilities, Mapping) else to_wire(capabilities)
+    validate(wire, "AgentCapabilities", strict=True)
+    body = dumps_wire(wire).encode("utf-8")
+
+    async def endpoint(request: Request) -> Response:
+        return Response(body, media_type="application/json")
+
+    return endpoint

@@ -10,6 +10,9 @@ Transports: how AG-UI events travel as bytes.  Bytes in, wire dicts out, and bac
 * :mod:`aguikit.transport.http` - the one HTTP fetch: POST a run request, check the
   answer's status and content type, hand over its bytes (imported on its own, because it
   pulls in ``httpx``).
+* :mod:`aguikit.transport.asgi` - an ``httpx`` transport that runs an ASGI app in process
+  and streams its answer as a server would (``httpx.ASGITransport`` hands it over only
+  once the app has ended): what ``Agent(url, app=...)`` and the test client use.
 
 This floor speaks bytes and wire dicts and imports nothing above the JSON layer
 (:mod:`aguikit.jsonio`): typing, validating, verifying and applying events are the floors
