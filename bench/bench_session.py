@@ -476,6 +476,9 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000, help="the 1x check stream")
     parser.add_argument("--check-repeat", type=int, default=3, help="runs per check size")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    parser.add_argument(
+        "--only-check", action="store_true", help="run section 3 (aguikit check) alone"
+    )
     args = parser.parse_args()
     if args.quick:
         args.turns, args.deltas, args.messages, args.events = 20, 20_000, 1_000, 5_000
@@ -484,10 +487,11 @@ def main() -> None:
     print(f"aguikit {env['aguikit_version']} from {env['aguikit_path']} ({env['aguikit_commit']})")
     print(f"Python {env['python']} on {env['platform']}, {env['cpus']} CPUs")
     results: dict[str, Any] = {"environment": env}
-    results["corpus"] = corpus_section(args.turns, args.repeat)
-    print("2. flatness (Session fed dicts; µs/event per window)")
-    results["long_message"] = long_message_section(args.deltas, args.deltas // 10, args.repeat)
-    results["many_messages"] = many_messages_section(args.messages, 1_000, args.repeat)
+    if not args.only_check:
+        results["corpus"] = corpus_section(args.turns, args.repeat)
+        print("2. flatness (Session fed dicts; µs/event per window)")
+        results["long_message"] = long_message_section(args.deltas, args.deltas // 10, args.repeat)
+        results["many_messages"] = many_messages_section(args.messages, 1_000, args.repeat)
     with tempfile.TemporaryDirectory(prefix="aguikit-bench-session-") as tmp:
         results["check"] = check_section(args.events, args.check_repeat, Path(tmp))
     env["loadavg_end"] = os.getloadavg()
