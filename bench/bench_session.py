@@ -282,11 +282,19 @@ def many_messages_section(messages: int, window: int, repeat: int) -> dict[str, 
 # ---- 3. aguikit check ------------------------------------------------------------------------
 
 
+BYTECODE: dict[str, str] = {}
+"""With ``--pyc``: the child's bytecode cache, as an installed package has one."""
+
+
 def child_env() -> dict[str, str]:
     """The environment of the child: it must import the aguikit this process imported."""
     root = str(Path(aguikit.__file__).resolve().parent.parent)
     inherited = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": root + (os.pathsep + inherited if inherited else "")}
+    env = {**os.environ, "PYTHONPATH": root + (os.pathsep + inherited if inherited else "")}
+    if BYTECODE:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.update(BYTECODE)
+    return env
 
 
 def write_stream(path: Path, count: int) -> dict[str, int]:
@@ -476,19 +484,33 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000, help="the 1x check stream")
     parser.add_argument("--check-repeat", type=int, default=3, help="runs per check size")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    parser.add_argument(
+        "--only-check", action="store_true", help="run section 3 (aguikit check) alone"
+    )
+    parser.add_argument(
+        "--pyc",
+        action="store_true",
+        help="let aguikit check write and read bytecode (in a temporary cache), as an "
+        "installed package does, whatever PYTHONDONTWRITEBYTECODE says: without it, "
+        "every start-up compiles aguikit's source",
+    )
     args = parser.parse_args()
     if args.quick:
         args.turns, args.deltas, args.messages, args.events = 20, 20_000, 1_000, 5_000
         args.repeat, args.check_repeat = 5, 1
     env = environment()
+    env["check_bytecode_cache"] = args.pyc
     print(f"aguikit {env['aguikit_version']} from {env['aguikit_path']} ({env['aguikit_commit']})")
     print(f"Python {env['python']} on {env['platform']}, {env['cpus']} CPUs")
     results: dict[str, Any] = {"environment": env}
-    results["corpus"] = corpus_section(args.turns, args.repeat)
-    print("2. flatness (Session fed dicts; µs/event per window)")
-    results["long_message"] = long_message_section(args.deltas, args.deltas // 10, args.repeat)
-    results["many_messages"] = many_messages_section(args.messages, 1_000, args.repeat)
+    if not args.only_check:
+        results["corpus"] = corpus_section(args.turns, args.repeat)
+        print("2. flatness (Session fed dicts; µs/event per window)")
+        results["long_message"] = long_message_section(args.deltas, args.deltas // 10, args.repeat)
+        results["many_messages"] = many_messages_section(args.messages, 1_000, args.repeat)
     with tempfile.TemporaryDirectory(prefix="aguikit-bench-session-") as tmp:
+        if args.pyc:  # the start-up runs come first and fill the cache
+            BYTECODE["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         results["check"] = check_section(args.events, args.check_repeat, Path(tmp))
     env["loadavg_end"] = os.getloadavg()
     results["targets"] = {

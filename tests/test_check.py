@@ -603,3 +603,31 @@ def test_every_legal_stream_checks_without_an_error(events: list[Any]) -> None:
         (f.rule, f.event, f.message) for f in report.findings if f.severity is Severity.ERROR
     ]
     assert len(events) == report.events
+
+
+def test_progress_hears_of_every_1024th_event_and_the_findings_keep_their_lines(
+    tmp_path: Path,
+) -> None:
+    """
+    ``tick`` is a progress display's, not a per-event hook; the locations of findings far
+    into a long file are still exact (line and byte of the event itself).
+    """
+    lines = [
+        encode_line({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}),
+        encode_line({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}),
+        *[encode_line({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "x"})] * 3000,
+        encode_line({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": ""}),
+        encode_line({"type": "TEXT_MESSAGE_END", "messageId": "m"}),
+        encode_line({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}),
+    ]
+    path = tmp_path / "long.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    ticks: list[int] = []
+
+    report = check_source(str(path), CheckConfig(), tick=ticks.append)
+
+    assert [1024, 2048] == ticks
+    assert 3005 == report.events
+    (empty,) = report.findings
+    assert ("AGUI-K003", 3003, 3003) == (empty.rule, empty.event, empty.line)
+    assert sum(len(line.encode()) for line in lines[:3002]) == empty.byte_offset

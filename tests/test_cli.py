@@ -352,3 +352,36 @@ def test_a_report_quoting_lone_surrogates_is_written_not_crashed(tmp_path: Path,
         assert "TEXT_MESSAGE_STAR\\ud800T" in result.stdout
     replay = run("replay", str(path))
     assert "Traceback" not in replay.stderr, replay.stderr
+
+
+def test_checking_a_valid_stream_loads_only_what_it_uses(tmp_path: Path) -> None:
+    """
+    Start-up is part of every ``aguikit check`` in CI: a valid text stream reported as text
+    loads neither the schema explainer nor what other commands, formats and options need.
+    """
+    path = tmp_path / "good.jsonl"
+    write_jsonl(path, GOOD)
+    probe = (
+        "import sys\n"
+        "from aguikit.cli import main\n"
+        f"code = main(['check', {str(path)!r}])\n"
+        "print(code, ' '.join(sorted(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    code, loaded = result.stdout.splitlines()[-1].split(" ", 1)
+    modules = set(loaded.split())
+
+    assert "0" == code
+    assert "aguikit.session" in modules  # the probe did check the stream
+    unused = {
+        "jsonschema",  # explains an invalid event
+        "concurrent.futures.process",  # --jobs
+        "importlib.metadata",  # --version, the versioned formats
+        "xml.sax.saxutils",  # --format junit
+        "aguikit.reference",  # aguikit rules
+        "httpx",  # a URL source
+        "aguikit.proto",  # a protobuf source
+    }
+    assert set() == unused & modules

@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
-from tests.support import run_finished, run_started, text_message
+from tests.support import (
+    run_finished,
+    run_started,
+    text_content,
+    text_message,
+    text_start,
+    tool_call_args,
+    tool_call_end,
+    tool_call_result,
+    tool_call_start,
+)
 
 from aguikit.apply import ChangeKind, What
 from aguikit.errors import (
@@ -260,3 +272,69 @@ def test_a_recovering_session_skips_the_failing_input_and_judges_the_next() -> N
     assert ["ok"] == [m.content for m in session.messages]
     assert session.error is None
     assert ["finished"] == [r.status for r in session.runs]
+
+
+def _conversation() -> list[dict[str, Any]]:
+    return [
+        START,
+        *text_message("m1", "Hello, ", "world"),
+        text_start("m2"),
+        text_content("m2", "still open"),
+        tool_call_start("c1", "lookup", parentMessageId="m1"),
+        tool_call_args("c1", '{"q": '),
+        tool_call_args("c1", '"x"}'),
+        tool_call_end("c1"),
+        tool_call_result("c1", "t1", content="42 results"),
+        tool_call_args("c9", "{}"),  # a call nobody started: the applier's warning either way
+    ]
+
+
+def test_keep_text_false_forgets_what_has_ended_and_nothing_else() -> None:
+    """
+    A checker's session: an ended message, a finished call's arguments and a result lose
+    their text; which messages and calls exist, their order, the updates and the warnings
+    are a full session's.
+    """
+    full, lean = Session(verify=False), Session(verify=False, keep_text=False)
+    full_updates = [u for event in _conversation() for u in full.feed(event)]
+    lean_updates = [u for event in _conversation() for u in lean.feed(event)]
+
+    assert [u.change for u in full_updates] == [u.change for u in lean_updates]
+    assert ["unknown-tool-call"] == [w.code for w in full.warnings]
+    assert [(w.code, w.message) for w in full.warnings] == [
+        (w.code, w.message) for w in lean.warnings
+    ]
+    assert [m.id for m in full.messages] == [m.id for m in lean.messages]
+    kept = {m.id: m for m in full.messages}
+    forgotten = {m.id: m for m in lean.messages}
+    assert ("Hello, world", "") == (kept["m1"].content, forgotten["m1"].content)
+    assert ("42 results", "") == (kept["t1"].content, forgotten["t1"].content)
+    assert ['{"q": "x"}'] == [c.function.arguments for c in kept["m1"].tool_calls or ()]
+    assert [("c1", "lookup", "")] == [
+        (c.id, c.function.name, c.function.arguments) for c in forgotten["m1"].tool_calls or ()
+    ]
+    assert "still open" == kept["m2"].content == forgotten["m2"].content  # not ended yet
+
+
+def test_keep_text_false_holds_no_more_memory_for_a_longer_conversation() -> None:
+    """Two megabytes of text through ended messages leave less than a tenth of it held."""
+    import tracemalloc
+
+    def conversation(messages: int) -> Iterator[dict[str, Any]]:
+        yield START
+        for n in range(messages):
+            yield from text_message(f"m{n}", *(f"{n:>6} " + "x" * 93 for _ in range(100)))
+
+    Session(keep_text=False).feed_all(conversation(2))  # schemas and parsers built once
+    held = {}
+    for keep in (True, False):
+        tracemalloc.start()
+        session = Session(keep_text=keep, keep_delivered=False)
+        for event in conversation(200):  # 200 x 100 x 100 characters
+            session.feed(event)
+        held[keep] = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        del session
+
+    assert held[True] > 2_000_000
+    assert held[False] < 200_000

@@ -175,6 +175,15 @@ class Applier:
             ``STATE_DELTA`` has something to patch.
         on_warning: Receives ``(code, message)`` when an event is skipped rather than
             applied (a delta for an activity that does not exist, text for an activity).
+        keep_text: ``False`` forgets a message's text when it ends, a tool call's
+            arguments when the call ends and a tool result's text as it arrives (their
+            content and ``arguments`` read ``""`` from then on), so memory is bounded by
+            what is open at once, not by the conversation: for a checker, which reports
+            ids and counts and never the text.  Everything else - which messages and
+            calls exist, their roles, order and attribution, the state - is kept, so
+            every warning is the one a full applier gives.
+
+    .. versionadded:: 0.3.0  ``keep_text``.
     """
 
     def __init__(
@@ -183,8 +192,10 @@ class Applier:
         state: Any = UNSET,
         *,
         on_warning: WarningSink | None = None,
+        keep_text: bool = True,
     ) -> None:
         self.on_warning: WarningSink = on_warning or discard_warning
+        self._keep_text = keep_text
         self._messages: list[Message] = []
         self._pos: dict[str, int] = {}
         self._text: dict[str, list[str]] = {}
@@ -361,10 +372,23 @@ class Applier:
         A message ended: join its fragments into its content and drop the fragment list.
         Without this a long stream nobody reads until the end would hold every delta as an
         object of its own, several times the text's size; a re-opened message starts a new
-        list from its content.
+        list from its content.  Without ``keep_text`` the fragments are dropped unjoined.
         """
+        if not self._keep_text:
+            self._forget_text(message_id)
+            return
         self._flush_message(message_id)
         self._text.pop(message_id, None)
+
+    def _forget_text(self, message_id: str) -> None:
+        """``keep_text=False``: an ended message keeps its place, not its text."""
+        self._dirty_text.discard(message_id)
+        self._text.pop(message_id, None)
+        index = self._pos.get(message_id)
+        if index is not None:
+            message = self._messages[index]
+            if not isinstance(message, ActivityMessage) and isinstance(message.content, str):
+                message.content = ""
 
     def _flush_args(self, call_id: str) -> None:
         if call_id in self._dirty_args:
@@ -592,7 +616,11 @@ class Applier:
         call = self._calls.get(call_id)
         if call is None:
             return NOTHING
-        self._flush_args(call_id)
+        if self._keep_text:
+            self._flush_args(call_id)
+        else:
+            self._dirty_args.discard(call_id)
+            call.function.arguments = ""
         self._args.pop(call_id, None)  # the arguments are joined; a new fragment starts over
         call.metadata = _merge_metadata(call.metadata, event.metadata)
         return self._change(
@@ -605,6 +633,8 @@ class Applier:
     def _tool_result(self, event: ToolCallResultEvent) -> Changed:
         message_id = event.message_id
         content = list(event.content) if isinstance(event.content, list) else event.content
+        if not self._keep_text and isinstance(content, str):
+            content = ""  # a result arrives whole: it has ended already
         index = self._pos.get(message_id)
         if index is not None and isinstance(self._messages[index], ToolMessage):
             tool = self._messages[index]

@@ -37,7 +37,6 @@ template naming no field it gets) is a bug in this package and fails loudly at i
 
 from __future__ import annotations
 
-import difflib
 import enum
 import re
 from collections.abc import Callable, Mapping
@@ -1188,6 +1187,8 @@ def find_rule(key: str) -> Rule | None:
 
 def suggest_rule(key: str) -> list[str]:
     """The ids and symbols closest to a mistyped ``key``, best first (at most three)."""
+    import difflib  # only when a name is not found
+
     text = key.strip()
     upper = text.upper()
     if not upper.startswith("AGUI-") and re.fullmatch(r"[A-Z]\d{1,4}", upper):

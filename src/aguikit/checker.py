@@ -26,11 +26,10 @@ import itertools
 import os
 import sys
 import time
-import tomllib
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any, Final, NamedTuple
+from typing import IO, Any, Final, TypeAlias
 
 import attrs
 
@@ -41,6 +40,7 @@ from .errors import (
     DecodeError,
     PatchError,
     ProtocolError,
+    SchemaIssue,
     SchemaValidationError,
     TransportError,
     UnknownEventTypeError,
@@ -110,6 +110,8 @@ _DELTA_EVENTS: Final = frozenset(
     }
 )
 _PATCH_WARNINGS: Final = frozenset({"patch-failed"})
+_TICK_MASK: Final = 1023
+"""A progress callback hears of every 1,024th event: a display never needs more."""
 
 
 _CHECK_FIELDS: Final = {
@@ -149,15 +151,12 @@ class Unreadable(Exception):
     """A source could not be opened or fetched at all (exit 2); a sentence for stderr."""
 
 
-class Where(NamedTuple):
-    """Where an event was in its source: 1-based line and frame, 0-based byte offset."""
+Where: TypeAlias = tuple[int | None, int | None, int | None]
+"""Where an event was in its source: ``(line, frame, byte_offset)``, 1-based line and frame,
+0-based byte offset.  A plain tuple, built once per event: a named tuple costs ten times as
+much to make, and a location is read only when there is something to report."""
 
-    line: int | None
-    frame: int | None
-    byte_offset: int | None
-
-
-_NOWHERE: Final = Where(None, None, None)
+_NOWHERE: Final[Where] = (None, None, None)
 
 
 @attrs.frozen
@@ -366,6 +365,8 @@ def load_config(start: Path | None = None) -> dict[str, Any]:
     for folder in (here, *here.parents):
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
+            import tomllib  # only when there is a file to read
+
             try:
                 data = tomllib.loads(candidate.read_text("utf-8"))
             except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -512,7 +513,7 @@ class _Reader:
         source = self.report.source
         for payload, frame, offset in iter_frames(chunks, source=source):
             wire = decode_message(payload, source=source, frame=frame, byte_offset=offset)
-            yield wire, Where(None, frame, offset)
+            yield wire, (None, frame, offset)
 
     def _jsonl(self, chunks: Iterator[bytes]) -> Iterator[tuple[dict[str, Any], Where]]:
         config = self.config
@@ -524,7 +525,7 @@ class _Reader:
         for chunk in itertools.chain(chunks, [None]):
             objects = decoder.feed(chunk) if chunk is not None else decoder.close()
             for obj, (line, offset) in zip(objects, decoder.last_positions, strict=True):
-                yield obj, Where(line, None, offset)
+                yield obj, (line, None, offset)
 
     def _sse(
         self, chunks: Iterable[bytes], decoder: SSEDecoder | None = None
@@ -538,7 +539,7 @@ class _Reader:
                 frames = decoder.feed(chunk) if chunk is not None else decoder.close()
                 for frame in frames:
                     obj = frame_object(frame, source=self.report.source, max_depth=config.max_depth)
-                    yield obj, Where(frame.line, frame.number, frame.byte_offset)
+                    yield obj, (frame.line, frame.number, frame.byte_offset)
         except DecodeError as exc:
             self._json_lines(decoder)  # the likelier cause of a cut frame: say it first
             if exc.rule == "AGUI-D004" and decoder.json_lines and not decoder.frames_decoded:
@@ -552,7 +553,7 @@ class _Reader:
                 "AGUI-K004",
                 "decode",
                 render_message("AGUI-K004", line=line),
-                where=Where(line, None, offset),
+                where=(line, None, offset),
             )
 
     def _document(self, chunks: Iterator[bytes]) -> Iterator[tuple[dict[str, Any], Where]]:
@@ -591,7 +592,7 @@ class _Reader:
                     line=line,
                     byte_offset=offset,
                 )
-            yield value, Where(line, None, offset)
+            yield value, (line, None, offset)
 
     def _http(self) -> Iterator[tuple[dict[str, Any], Where]]:
         # The HTTP path is loaded only for a URL: reading a file should not pay for httpx.
@@ -712,11 +713,6 @@ def _minimal_input() -> dict[str, Any]:
 # --- judging ------------------------------------------------------------------------------
 
 
-def _event_type(data: Any) -> str | None:
-    value = data.get("type") if isinstance(data, dict) else None
-    return value if isinstance(value, str) else None
-
-
 class _Checker:
     """One source through a recovering session, plus the checker's own rows."""
 
@@ -729,7 +725,12 @@ class _Checker:
             session
             if session is not None
             else Session(
-                verify=True, validate=True, keep_delivered=False, collect_issues=True, recover=True
+                verify=True,
+                validate=True,
+                keep_delivered=False,
+                collect_issues=True,
+                recover=True,
+                keep_text=False,  # the report names messages and calls, never their text
             )
         )
         self.errors = 0
@@ -760,7 +761,7 @@ class _Checker:
         config = self.config
         if not config.enabled(rule):
             return None
-        where = where if where is not None else self.where
+        line, frame, offset = where if where is not None else self.where
         severity = config.severity_of(rule)
         if severity is not Severity.ERROR:
             kind = "patch" if kind == "patch" else severity.value
@@ -777,9 +778,9 @@ class _Checker:
                 event,
                 event_type,
                 pointer,
-                where.line,
-                where.frame,
-                where.byte_offset,
+                line,
+                frame,
+                offset,
                 len(runs) or None,
                 self.broken_at if consequence and self.broken_at != event else None,
             )
@@ -796,15 +797,17 @@ class _Checker:
     ) -> None:
         report = self.report
         number = 0
+        event = self.event
         try:
             try:
                 for number, (data, where) in enumerate(events, 1):
                     report.events = number
                     self.where = where
-                    tick(number)
-                    self.event(number, data)
+                    if not number & _TICK_MASK:
+                        tick(number)
+                    event(number, data)
             except DecodeError as exc:
-                self.where = Where(exc.line, exc.frame, exc.byte_offset)
+                self.where = (exc.line, exc.frame, exc.byte_offset)
                 self.add(exc.rule or "AGUI-D002", "decode", exc.message, event=number + 1)
                 return
             except TransportError as exc:
@@ -846,8 +849,10 @@ class _Checker:
 
     def event(self, number: int, data: dict[str, Any]) -> None:
         session = self.session
-        etype = _event_type(data)
-        if etype == "RUN_STARTED":
+        etype = data.get("type") if isinstance(data, dict) else None
+        if not isinstance(etype, str):
+            etype = None
+        elif etype == "RUN_STARTED":
             self.broken_at = None
         self.lint(number, etype, data)
         failure: AguiError | None = None
@@ -855,8 +860,18 @@ class _Checker:
             session.feed(data)
         except AguiError as exc:
             failure = exc
+        issues = session.last_issues
+        if issues or failure is not None:
+            self.judged(number, etype, issues, failure)
+        elif session.last_warnings:
+            self.warnings(etype, number)
+
+    def judged(
+        self, number: int, etype: str | None, issues: list[SchemaIssue], failure: AguiError | None
+    ) -> None:
+        """The findings of an event the session found invalid or refused."""
         invalid = False
-        for issue in session.last_issues:
+        for issue in issues:
             invalid = True
             rule = (
                 "AGUI-S002" if issue.pointer == "/type" and issue.keyword == "enum" else "AGUI-S001"
@@ -928,6 +943,10 @@ class _Checker:
         message_id = data.get("messageId")
         if isinstance(message_id, str):
             self.messages.add(message_id)
+        if etype == "TEXT_MESSAGE_CONTENT":  # most of any stream: only K003 applies
+            if data.get("delta") == "":
+                self.empty_delta(number, etype, data)
+            return
         if etype == "TOOL_CALL_ARGS":  # chunked calls end implicitly: not joined here
             call, delta = data.get("toolCallId"), data.get("delta")
             if isinstance(call, str) and isinstance(delta, str) and call in self.arguments:
@@ -955,7 +974,8 @@ class _Checker:
                 if etype == "TOOL_CALL_START":
                     self.arguments[call] = []
             parent = data.get("parentMessageId")
-            if isinstance(parent, str) and isinstance(call, str):
+            # A parent seen already stays seen: only the unknown wait for the end.
+            if isinstance(parent, str) and isinstance(call, str) and parent not in self.messages:
                 self.parents.append((number, call, parent, self.where))
         if etype == "TOOL_CALL_RESULT":
             call = data.get("toolCallId")
@@ -969,15 +989,7 @@ class _Checker:
                     pointer="/toolCallId",
                 )
         elif etype in _DELTA_EVENTS and data.get("delta") == "":
-            entity = data.get("messageId", data.get("toolCallId"))
-            self.add(
-                "AGUI-K003",
-                "warning",
-                render_message("AGUI-K003", event_type=etype, entity_id=entity),
-                event=number,
-                event_type=etype,
-                pointer="/delta",
-            )
+            self.empty_delta(number, etype, data)
         elif etype in ("RUN_STARTED", "MESSAGES_SNAPSHOT"):
             holder = data.get("input") if etype == "RUN_STARTED" else data
             messages = holder.get("messages") if isinstance(holder, dict) else None
@@ -989,6 +1001,18 @@ class _Checker:
                 for call in message.get("toolCalls") or ():
                     if isinstance(call, dict) and isinstance(call.get("id"), str):
                         self.calls.add(call["id"])
+
+    def empty_delta(self, number: int, etype: str, data: dict[str, Any]) -> None:
+        """``AGUI-K003``: a content or arguments event carrying no text."""
+        entity = data.get("messageId", data.get("toolCallId"))
+        self.add(
+            "AGUI-K003",
+            "warning",
+            render_message("AGUI-K003", event_type=etype, entity_id=entity),
+            event=number,
+            event_type=etype,
+            pointer="/delta",
+        )
 
     def finish(self) -> None:
         """What only the whole stream can say: unknown parents, failed runs."""
@@ -1027,7 +1051,8 @@ def check_source(
 ) -> SourceReport:
     """
     Check one source (a path, ``-`` or an agent URL) and return everything found;
-    ``session`` as for :func:`check_bytes`.
+    ``session`` as for :func:`check_bytes`; ``tick`` hears the count of events read every
+    1,024 events (a progress display).
 
     Never raises for what the source holds: unreadable input is
     :attr:`SourceReport.unreadable` (exit 2) with its finding, when it has a rule.

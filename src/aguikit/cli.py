@@ -15,8 +15,9 @@ live here; every judgement is the library's.  Each event goes through one
 :class:`aguikit.Session`, which validates it once (collecting the strict schema issues it
 finds on the way) and verifies and applies it; a live endpoint is fetched through the same
 HTTP path as :class:`aguikit.client.AgentClient`.  Input is
-streamed - memory is bounded by the materialised conversation, never by the file size -
-and plain text is printed, with ANSI colour only when standard output is a terminal.
+streamed - memory is bounded by the ids the conversation names and the messages open at
+once, never by the file size or the text (the checker's session has ``keep_text=False``)
+- and plain text is printed, with ANSI colour only when standard output is a terminal.
 
 Deliberately absent: watching a live agent over several runs, and rich/TUI rendering
 (no dependency beyond the library's own).
@@ -26,14 +27,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import gc
 import json
 import sys
 import time
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
-from importlib import metadata, resources
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
@@ -56,7 +54,6 @@ from .checker import (
 )
 from .errors import AguiError, TransportError
 from .limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH, MAX_LINE_BYTES
-from .reference import render_markdown, render_rule, render_text
 from .report import Style, render
 from .session import Session
 from .wire import to_wire
@@ -103,15 +100,46 @@ class _Progress:
             self.stream.flush()
 
 
+# Start-up is part of every ``aguikit check`` in CI: what only one command, format or
+# option needs (the rule reference, a process pool, package metadata, resources, difflib)
+# is imported where it is used, not here.
+
+
 def _demo_bytes() -> bytes:
+    from importlib import resources
+
     return resources.files("aguikit").joinpath("examples/demo.sse").read_bytes()
 
 
 def _version() -> str:
+    from importlib import metadata  # 15 ms: only ``--version`` and the versioned formats
+
     try:
         return metadata.version("aguikit")
     except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
         return "0+unknown"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``, looking the version up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            default=argparse.SUPPRESS,
+            help="show program's version number and exit",
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        sys.stdout.write(f"aguikit {_version()}\n")  # where argparse's own prints it
+        parser.exit()
+
+
+def _render(fmt: str, reports: list[SourceReport], config: CheckConfig, style: Style) -> str:
+    """:func:`~aguikit.report.render`, with the version only for the formats that print it."""
+    return render(fmt, reports, config, "" if fmt == "text" else _version(), style)
 
 
 # --- check ------------------------------------------------------------------------------
@@ -184,6 +212,8 @@ def _check_all(
 ) -> list[SourceReport]:
     """Every source's report, in the order given; several at once with ``jobs`` > 1."""
     if jobs > 1 and len(specs) > 1 and "-" not in specs:
+        from concurrent.futures import ProcessPoolExecutor
+
         with ProcessPoolExecutor(max_workers=min(jobs, len(specs))) as pool:
             return list(pool.map(check_source, specs, [config] * len(specs)))
     reports = []
@@ -212,7 +242,7 @@ def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err.write(f"aguikit: {report.unreadable}\n")
     terminal = Style.for_stream(out, no_color=args.no_color)
     # A report file never gets colour codes, whatever standard output is.
-    text = render(fmt, reports, config, _version(), Style(False) if args.output else terminal)
+    text = _render(fmt, reports, config, Style(False) if args.output else terminal)
     if args.output is not None:
         try:
             Path(args.output).write_text(text, encoding="utf-8", errors="backslashreplace")
@@ -221,7 +251,7 @@ def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"cannot write --output {args.output}: {exc.strerror or exc}"
             ) from None
         if fmt != "text":  # the CI log still shows what the report file holds
-            out.write(render("text", reports, config, _version(), terminal))
+            out.write(_render("text", reports, config, terminal))
     else:
         out.write(text)
     return max((report.exit_code(config) for report in reports), default=EXIT_OK)
@@ -425,6 +455,9 @@ def _run_convert(
 
 
 def _run_schema(definition: str | None, out: TextIO, err: TextIO) -> int:
+    import difflib
+    from importlib import resources
+
     text = resources.files("aguikit._generated").joinpath("schema.json").read_text("utf-8")
     if definition is None:
         out.write(text if text.endswith("\n") else text + "\n")
@@ -451,6 +484,8 @@ def _run_schema(definition: str | None, out: TextIO, err: TextIO) -> int:
 
 
 def _run_rules(key: str | None, markdown: bool, out: TextIO, err: TextIO) -> int:
+    from .reference import render_markdown, render_rule, render_text
+
     if markdown:
         out.write(render_markdown())
         return EXIT_OK
@@ -476,7 +511,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Check, replay and explore AG-UI event streams.",
         epilog="Start with: aguikit demo",
     )
-    parser.add_argument("--version", action="version", version=f"aguikit {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def endpoint_args(p: argparse.ArgumentParser) -> None:
@@ -611,7 +646,7 @@ def main(argv: list[str] | None = None) -> int:
             out.write(style.bold(f"$ aguikit check {name}") + "\n")
             config = CheckConfig(fail_on=Severity.WARNING)
             report = check_bytes(data, name, config)
-            out.write(render("text", [report], config, _version(), style))
+            out.write(_render("text", [report], config, style))
             out.write("\n" + style.bold(f"$ aguikit replay {name}") + "\n")
             replay_code = _run_replay(name, open_events_of(data, name), out, err)
             return max(report.exit_code(config), replay_code)

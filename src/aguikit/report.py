@@ -22,7 +22,6 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
-from xml.sax.saxutils import escape, quoteattr
 
 from .catalogue import RULES_BY_ID, Severity
 from .checker import CheckConfig, Finding, SourceReport
@@ -343,6 +342,8 @@ def render_sarif(reports: Sequence[SourceReport], config: CheckConfig, version: 
 
 def render_junit(reports: Sequence[SourceReport], config: CheckConfig, version: str) -> str:
     """JUnit XML: a suite per source, a test case per run (and one for the stream)."""
+    from xml.sax.saxutils import escape, quoteattr  # 15 ms (urllib, ssl): JUnit alone
+
     floor = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
     fails = floor[config.fail_on]
     suites: list[str] = []

@@ -192,8 +192,11 @@ class Session:
             delivered and keep judging the inputs after it, instead of keeping the error
             and re-raising it (the default, for consumers).  For checkers that report
             every violation; later errors may be consequences of the first.
+        keep_text: ``False`` forgets each message's text and each tool call's arguments
+            once they end (:class:`~aguikit.apply.Applier`), so memory does not grow with
+            the conversation's text: for a checker, which reports ids and counts.
 
-    .. versionchanged:: 0.3.0  ``recover``; outcomes in :attr:`runs`.
+    .. versionchanged:: 0.3.0  ``recover``, ``keep_text``; outcomes in :attr:`runs`.
     """
 
     def __init__(
@@ -211,6 +214,7 @@ class Session:
         max_warnings: int = MAX_WARNINGS,
         collect_issues: bool = False,
         recover: bool = False,
+        keep_text: bool = True,
     ) -> None:
         self._recover = recover
         self._runs: list[RunOutcome] = []
@@ -230,7 +234,7 @@ class Session:
         self._verifier = (
             Verifier(thread_id=thread_id, max_open_entities=max_open_entities) if verify else None
         )
-        self._applier = Applier(messages, state, on_warning=self._warn)
+        self._applier = Applier(messages, state, on_warning=self._warn, keep_text=keep_text)
         self._raise_patch_errors = patch_errors == "raise"
         self._keep = keep_delivered
         self._delivered: list[Event] = []

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Ma
 from typing import IO, Any, Final
 
 from ..errors import DecodeError, LimitExceededError
-from ..jsonio import dumps_wire, loads_object
+from ..jsonio import dumps_wire, loads_object, quick_object
 from ..limits import MAX_JSON_DEPTH, MAX_LINE_BYTES
 
 __all__ = [
@@ -123,9 +123,22 @@ class JSONLDecoder:
         out: list[dict[str, Any]] = []
         try:
             offset = self._offset
+            line, longest, depth = self._line, self._max, self._max_depth
+            positions = self._positions
             for raw in head.split(b"\n")[:-1]:
-                self._one(raw, offset, out)
+                # An ordinary line is read here; the first (a BOM), a blank, a long or a
+                # bad one takes the full path, which locates its error.
+                obj = quick_object(raw, depth) if line and len(raw) <= longest else None
+                if obj is None:
+                    self._line = line
+                    self._one(raw, offset, out)
+                    line = self._line
+                else:
+                    line += 1
+                    positions.append((line, offset))
+                    out.append(obj)
                 offset += len(raw) + 1
+            self._line = line
             self._offset = offset
             if rest:
                 self._pending.append(rest)
