@@ -262,12 +262,14 @@ class EventStreamResponse(Response):
             watcher.cancel()
             if not producer.done():
                 producer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await producer
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
-            if started is not None:
-                started.reader_left()
+            try:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await producer
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+            finally:  # also when following failed: the run must not wait for this reader
+                if started is not None:
+                    started.reader_left()
 
     async def run_handler(self, sink: Callable[[Mapping[str, Any]], Awaitable[None]]) -> None:
         """Run the handler on a :class:`RunWriter` writing to ``sink``."""
@@ -382,8 +384,9 @@ class _LoggedRun:
         try:
             await response.run_handler(sink)
         finally:
-            await self.log.end(self.run_id)
             self.logged.set()
+            # Shielded: a cancelled run is still marked ended, so its followers stop.
+            await asyncio.shield(self.log.end(self.run_id))
 
     def reader_left(self) -> None:
         """The connection that started the run ended: from now on the run lives only
