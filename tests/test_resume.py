@@ -366,6 +366,18 @@ def test_both_logs_claim_a_run_once_and_count_its_readers(redis_url: str) -> Non
     asyncio.run(scenario(RedisEventLog.from_url(redis_url, prefix="claim:")))
 
 
+def test_the_redis_log_refuses_prefixes_that_would_mix_runs_and_readers() -> None:
+    """A run id must never name another run's readers' key."""
+    pytest.importorskip("redis")
+    from redis.asyncio import Redis
+
+    from aguikit.server.redis_log import RedisEventLog
+
+    for prefix, readers in [("a:", "a:readers:"), ("a:run:", "a:")]:
+        with pytest.raises(ValueError, match="overlap"):
+            RedisEventLog(Redis(), prefix=prefix, readers_prefix=readers)
+
+
 async def _race(urls: list[str], run_id: str, count: int) -> list[int]:
     """``count`` requests to start ``run_id`` at once, spread over ``urls``; statuses."""
     body = {**BODY, "runId": run_id}

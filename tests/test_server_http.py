@@ -355,3 +355,26 @@ def test_the_endpoint_is_a_starlette_route_and_a_fastapi_path_operation() -> Non
 
     assert answers[0] == answers[1]
     assert "RUN_FINISHED" == answers[0][-1]
+
+
+def test_a_run_id_starts_once_per_default_log_and_freely_without_one() -> None:
+    """The default log is the endpoint's own: a second start of a run id there is 409, the
+    same id on another endpoint starts; a connection-bound endpoint keeps no run ids."""
+    with (
+        serve_asgi(create_app(greet)) as logged,
+        serve_asgi(create_app(greet)) as other,
+        serve_asgi(create_app(greet, event_log=None)) as bound,
+    ):
+        first = httpx.post(logged + "/", json=BODY)
+        again = httpx.post(logged + "/", json=BODY)
+        elsewhere = httpx.post(other + "/", json=BODY)
+        unlogged = [httpx.post(bound + "/", json=BODY).status_code for _ in range(2)]
+
+    assert (200, 409, 200) == (first.status_code, again.status_code, elsewhere.status_code)
+    assert "r1" == again.json()["runId"]
+    assert [200, 200] == unlogged
+
+
+def test_a_negative_grace_is_refused() -> None:
+    with pytest.raises(ValueError, match="resume_grace"):
+        agui_endpoint(greet, resume_grace=-1)

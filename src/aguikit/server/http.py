@@ -20,7 +20,8 @@ serving once:
 * every event is sent as it is written (one ASGI body message, which the server flushes);
 * a bounded queue between the handler and the socket: a slow reader blocks the handler's
   next ``emit`` (the server's own flow control blocks the send), so memory per stream is
-  the queue plus the socket buffer, whatever the handler produces;
+  the queue plus the socket buffer, whatever the handler produces (plus the run's event
+  log, which keeps the whole run, up to the log's ``max_events``, for a resume);
 * every run goes to an event log (a :class:`~aguikit.server.eventlog.MemoryEventLog` of
   the endpoint's own unless it is given one): each SSE frame carries its ``id:``, a client
   that lost its connection reconnects with ``Last-Event-ID`` (on any worker sharing the
@@ -239,7 +240,11 @@ class EventStreamResponse(Response):
                 # Answer only once the run is in the log: a client cut off before its
                 # first event may then resume from "0" on any worker.
                 started = _LoggedRun(self, log)
-                await started.logged.wait()
+                try:
+                    await started.logged.wait()
+                except BaseException:  # this answer was cancelled before it began
+                    started.reader_left()
+                    raise
             producer = asyncio.create_task(self._follow(log, queue, started))
 
         async def watch() -> None:
