@@ -63,12 +63,18 @@ _NOW: Final = "local t = redis.call('TIME') local now = t[1] + t[2] / 1000000 "
 _BEAT_SCRIPT: Final = (
     _NOW
     + """
-redis.call('ZADD', KEYS[1], now + ARGV[2], ARGV[1])
+if ARGV[4] == 'XX' then
+  redis.call('ZADD', KEYS[1], 'XX', now + ARGV[2], ARGV[1])
+else
+  redis.call('ZADD', KEYS[1], now + ARGV[2], ARGV[1])
+end
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return 1
 """
 )
-"""Keep a reader's entry alive until ``ARGV[2]`` seconds from now, by the server's clock."""
+"""Keep a reader's entry alive until ``ARGV[2]`` seconds from now, by the server's clock;
+``XX`` (a refresh) only if it is still there, so a refresh that reaches Redis after the
+reader's removal (another connection, another order) cannot bring it back."""
 _COUNT_SCRIPT: Final = (
     _NOW
     + """
@@ -146,13 +152,17 @@ class RedisEventLog:
     async def readers(self, run_id: str) -> int:
         return int(await self._count(keys=[self.readers_prefix + run_id]))
 
+    async def _mark_reader(self, key: str, token: str, refresh: bool) -> None:
+        ttl = self.reader_ttl
+        await self._beat(
+            keys=[key], args=[token, ttl, self._seconds(ttl * 2), "XX" if refresh else ""]
+        )
+
     async def _heartbeat(self, key: str, token: str) -> None:
         """Refresh a reader's entry until cancelled."""
         while True:
             await asyncio.sleep(self.reader_ttl / 3)
-            await self._beat(
-                keys=[key], args=[token, self.reader_ttl, self._seconds(self.reader_ttl * 2)]
-            )
+            await self._mark_reader(key, token, refresh=True)
 
     async def append(self, run_id: str, wire: Mapping[str, Any]) -> str:
         return await self._add(run_id, {_EVENT: dumps_wire(wire)})
@@ -203,11 +213,10 @@ class RedisEventLog:
         key = self._key(run_id)
         cursor = f"{position}-0"
         readers, token = self.readers_prefix + run_id, secrets.token_hex(8)
-        await self._beat(
-            keys=[readers], args=[token, self.reader_ttl, self._seconds(self.reader_ttl * 2)]
-        )
-        heartbeat = asyncio.create_task(self._heartbeat(readers, token))
+        heartbeat: asyncio.Task[None] | None = None
         try:
+            await self._mark_reader(readers, token, refresh=False)
+            heartbeat = asyncio.create_task(self._heartbeat(readers, token))
             while True:
                 found: Any = await self.redis.xread({key: cursor}, block=_BLOCK_MS, count=512)
                 if not found:
@@ -224,7 +233,8 @@ class RedisEventLog:
                     if _EVENT in fields:  # not the claim entry
                         yield str(position), loads_object(fields[_EVENT], source=key)
         finally:
-            heartbeat.cancel()
+            if heartbeat is not None:
+                heartbeat.cancel()
             # Shielded: a reader is often closed by a cancellation, and cancelled again
             # while it leaves; the removal must still reach Redis, or the reader would
             # count until its entry expires.
