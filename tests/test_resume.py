@@ -431,6 +431,16 @@ def test_racing_requests_for_one_new_run_id_start_it_once_on_two_workers(
     assert len(started) == 1
 
 
+def _readers_of(redis_url: str, run_id: str) -> str:
+    """What Redis holds about a run's readers, for a failure's message."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    entries = client.zrange("aguikit:readers:" + run_id, 0, -1, withscores=True)
+    seconds, micros = client.time()
+    return f"readers {entries} at server time {seconds + micros / 1e6:.3f}"
+
+
 def test_a_run_followed_on_another_worker_lives_and_is_cancelled_when_its_reader_leaves(
     redis_url: str,
 ) -> None:
@@ -457,7 +467,8 @@ def test_a_run_followed_on_another_worker_lives_and_is_cancelled_when_its_reader
         while not _marks(marks, "cancelled") and time.monotonic() - dropped < 15:
             time.sleep(0.05)
         waited = time.monotonic() - dropped
-        assert 0.9 * grace <= waited < 10  # before following: a live run would never end
+        # Checked before following: a live run would never end.
+        assert 0.9 * grace <= waited < 10, _readers_of(redis_url, "graced")
         time.sleep(0.3)
         rest = httpx.post(
             a + "/agent", json={**BODY, "runId": "graced"}, headers={"Last-Event-ID": second}
