@@ -51,6 +51,10 @@ _BLOCK_MS: Final = 5000
 DEFAULT_READER_TTL: Final = 15.0
 """Seconds a reader counts after its last heartbeat (it beats every third of that)."""
 
+_LEAVING: Final[set[asyncio.Future[Any]]] = set()
+"""Removals of readers still on their way to Redis (the loop keeps only weak references
+to tasks; a removal whose reader was cancelled has nobody else holding it)."""
+
 _CLAIM_SCRIPT: Final = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('XADD', KEYS[1], '0-1', 'claim', '1')
@@ -235,7 +239,10 @@ class RedisEventLog:
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
-            # Shielded: a reader is often closed by a cancellation, and cancelled again
-            # while it leaves; the removal must still reach Redis, or the reader would
-            # count until its entry expires.
-            await asyncio.shield(self.redis.zrem(readers, token))
+            # Shielded, and held until done: a reader is often closed by a cancellation
+            # and cancelled again while it leaves; the removal must still reach Redis, or
+            # the reader would count until its entry expires.
+            leaving = asyncio.ensure_future(self.redis.zrem(readers, token))
+            _LEAVING.add(leaving)
+            leaving.add_done_callback(_LEAVING.discard)
+            await asyncio.shield(leaving)
