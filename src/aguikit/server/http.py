@@ -405,7 +405,14 @@ class _LoggedRun:
         alone_since: float | None = None
         while not self.task.done():
             wait = _POLL
-            if not await self.log.readers(self.run_id):
+            try:
+                # Bounded: a look that hangs (a broken pooled connection, say) must not
+                # keep a run alive; the next look starts afresh.
+                readers = await asyncio.wait_for(self.log.readers(self.run_id), 3 * _POLL)
+            except TimeoutError:
+                LOGGER.warning("run %r: counting its readers timed out", self.run_id)
+                continue
+            if not readers:
                 now = time.monotonic()
                 alone_since = now if alone_since is None else alone_since
                 wait = alone_since + self.grace - now
