@@ -12,12 +12,15 @@ The producer side under load, and its per-event cost next to the official SDK's 
    client processes read them all and check that every stream completed with every event
    in order.  Reported: events/s over the whole load, p50/p99 time to first event, and the
    server's peak RSS growth per concurrent stream (``VmHWM`` minus the idle ``VmRSS``).
+   The endpoint is the default one, which logs every run in memory (numbered frames, kept
+   ``ttl`` after the run, so the peak includes every run's log); ``--log none`` measures
+   the connection-bound endpoint (``event_log=None``) instead.
 
 It prints numbers and asserts nothing but completeness: timings depend on the machine.
 
 Usage::
 
-    python bench/bench_server.py [--streams 500] [--events 1000] [--clients 4]
+    python bench/bench_server.py [--streams 500] [--events 1000] [--clients 4] [--log none]
     python bench/bench_server.py --overhead-only
 """
 
@@ -60,7 +63,10 @@ async def numbered(run_input: RunAgentInput, run: RunWriter) -> None:
 
 
 app = create_app(
-    numbered, path="/agent", queue_size=int(os.environ.get("AGUIKIT_BENCH_QUEUE", "64"))
+    numbered,
+    path="/agent",
+    queue_size=int(os.environ.get("AGUIKIT_BENCH_QUEUE", "64")),
+    **({"event_log": None} if os.environ.get("AGUIKIT_BENCH_LOG") == "none" else {}),
 )
 
 
@@ -243,6 +249,8 @@ async def _one_stream(port: int, index: int, events: int) -> dict[str, Any]:
             first = time.perf_counter() - start
         *frames, buffer = buffer.split(b"\n\n")
         for frame in frames:
+            if frame.startswith(b"id: "):  # a logged run's frame: its id, then the frame
+                frame = frame[frame.index(b"\n") + 1 :]
             if not frame.startswith(b"data: "):
                 continue  # a keep-alive comment
             count += 1
@@ -325,9 +333,10 @@ def load(streams: int, events: int, clients: int) -> None:
     ttfe = sorted(r["ttfe"] for r in results)
     total = sum(r["count"] for r in results)
     queue = os.environ.get("AGUIKIT_BENCH_QUEUE", "64")
+    log = os.environ.get("AGUIKIT_BENCH_LOG", "memory")
     print(
         f"Load: {streams} concurrent streams x {events} events, one uvicorn worker, loopback "
-        f"(queue_size={queue})"
+        f"(queue_size={queue}, event log: {log})"
     )
     print(f"  complete streams            {len(complete)}/{streams} (in order: {len(ordered)})")
     print(f"  events received            {total} of {streams * events}")
@@ -356,6 +365,12 @@ def main() -> None:
         help="client processes (default: one per CPU but the server's)",
     )
     parser.add_argument("--queue-size", type=int, default=64, help="agui_endpoint queue_size")
+    parser.add_argument(
+        "--log",
+        choices=["memory", "none"],
+        default="memory",
+        help="the endpoint's event log: its default in-memory one, or none (connection-bound)",
+    )
     parser.add_argument("--overhead-events", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--overhead-only", action="store_true")
@@ -364,6 +379,7 @@ def main() -> None:
     if not options.overhead_only:
         print()
         os.environ["AGUIKIT_BENCH_QUEUE"] = str(options.queue_size)
+        os.environ["AGUIKIT_BENCH_LOG"] = options.log
         load(options.streams, options.events, options.clients)
 
 

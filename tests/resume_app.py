@@ -2,14 +2,22 @@
 The agent the resume tests cut connections to: deterministic (ids derived from the run
 id, no clock), long enough to be cut many times, slow enough that a cut lands mid-run.
 
-Served by ``uvicorn tests.resume_app:app`` in the two-worker test, with the Redis event
-log named by ``AGUIKIT_TEST_REDIS``; the in-process tests build it with any log.
+Served by ``uvicorn tests.resume_app:app`` in the two-worker tests, with the Redis event
+log named by ``AGUIKIT_TEST_REDIS``; the in-process tests build it with any log.  For the
+tests of who starts a run and when a run nobody follows is cancelled, the workers serve
+:class:`Endless` instead (``AGUIKIT_TEST_HANDLER=endless``) with ``resume_grace`` from
+``AGUIKIT_TEST_GRACE``, and each handler start and cancellation leaves a file in
+``AGUIKIT_TEST_MARKS``: the handler runs in another process, so files are what the test
+can count.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import threading
+import uuid
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -47,6 +55,44 @@ async def scripted(run_input: RunAgentInput, run: RunWriter) -> None:
         await run.set_state({"turn": turn, "seen": list(range(turn + 1))})
 
 
+def _mark(run_id: str, what: str) -> None:
+    marks = os.environ.get("AGUIKIT_TEST_MARKS")
+    if marks:
+        (Path(marks) / f"{run_id}.{what}.{os.getpid()}.{uuid.uuid4().hex}").touch()
+
+
+class Endless:
+    """
+    A handler writing text until it is cancelled.  It records what an in-process test
+    checks (its writers, whether and at which event it was cancelled) and marks its start
+    and cancellation in ``AGUIKIT_TEST_MARKS`` for a test whose workers are processes.
+    """
+
+    def __init__(self) -> None:
+        self.runs: list[RunWriter] = []
+        self.cancelled = threading.Event()
+        self.count_at_cancel = -1
+
+    async def __call__(self, run_input: RunAgentInput, run: RunWriter) -> None:
+        self.runs.append(run)
+        _mark(run_input.run_id, "started")
+        try:
+            async with run.text_message() as message:
+                while True:
+                    await message.write("token ")
+                    await asyncio.sleep(0.005)
+        except asyncio.CancelledError:
+            self.count_at_cancel = run._stream.count
+            self.cancelled.set()
+            _mark(run_input.run_id, "cancelled")
+            raise
+
+    @property
+    def count(self) -> int:
+        """Events the last run's writer has sent."""
+        return self.runs[-1]._stream.count
+
+
 def make_app(event_log: EventLog | None) -> Starlette:
     return create_app(scripted, path="/agent", event_log=event_log)
 
@@ -57,7 +103,11 @@ def _from_env() -> Any:
         return None
     from aguikit.server.redis_log import RedisEventLog
 
-    return make_app(RedisEventLog.from_url(url))
+    log = RedisEventLog.from_url(url)
+    if os.environ.get("AGUIKIT_TEST_HANDLER") == "endless":
+        grace = float(os.environ.get("AGUIKIT_TEST_GRACE", "30"))
+        return create_app(Endless(), path="/agent", event_log=log, resume_grace=grace)
+    return make_app(log)
 
 
 app = _from_env()

@@ -172,6 +172,31 @@ def serve_asgi(app: Any) -> Iterator[str]:
         sock.close()
 
 
+def read_then_hang_up(
+    url: str, body: Any, last_event_id: str | None = None, seconds: float = 0.0
+) -> str:
+    """
+    A client that leaves: start a run (or resume it after ``last_event_id``), read for
+    ``seconds`` and at least one whole SSE frame, then close the connection.  Returns the
+    id of the last whole frame read, which is what the client would resume after.
+    """
+    import httpx
+
+    from aguikit.transport.sse import iter_frames
+
+    headers = {} if last_event_id is None else {"Last-Event-ID": last_event_id}
+    with httpx.stream("POST", url, json=body, headers=headers, timeout=30) as response:
+        assert response.status_code == 200, response.status_code
+        received = b""
+        deadline = time.monotonic() + seconds
+        for chunk in response.iter_bytes():
+            received += chunk
+            if b"\n\n" in received and time.monotonic() >= deadline:
+                break
+    whole = received[: received.rindex(b"\n\n") + 2]
+    return [frame.id for frame in iter_frames([whole])][-1] or ""
+
+
 def free_port() -> int:
     """A loopback port nobody listens on right now."""
     with socket.socket() as sock:

@@ -2,9 +2,11 @@
 Reconnect and resume: numbered SSE frames, event logs (memory and Redis Streams), and a
 client that survives dropped connections, delivering what an uninterrupted run delivers.
 
-The proof is the last test: two uvicorn worker processes behind one real Redis, the
-client's connection cut at seeded random byte offsets and every reconnect sent to the
-*other* worker; every run's messages and state must equal the uninterrupted run's.
+The proof: two uvicorn worker processes behind one real Redis, the client's connection
+cut at seeded random byte offsets and every reconnect sent to the *other* worker; every
+run's messages and state must equal the uninterrupted run's.  And the two rules that
+keep a logged run honest, on one process and on two: a run id starts once however many
+requests race for it, and a run nobody follows is cancelled once its grace window passes.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,12 +28,13 @@ import httpx
 import pytest
 from tests.redis_server import redis_server
 from tests.resume_app import make_app
-from tests.servers import free_port, serve_asgi, wait_listening
+from tests.servers import free_port, read_then_hang_up, serve_asgi, wait_listening
 
 from aguikit import Agent, AgentClient, Session
 from aguikit.errors import TruncatedStreamError
 from aguikit.proto import MEDIA_TYPE, encode_proto_frame
-from aguikit.server.eventlog import MemoryEventLog
+from aguikit.server import RunAgentInput, RunWriter, create_app
+from aguikit.server.eventlog import EventLog, MemoryEventLog
 from aguikit.transport.sse import iter_frames
 from aguikit.wire import to_wire
 
@@ -292,12 +297,14 @@ def test_the_redis_log_numbers_replays_and_ends_like_the_memory_log(redis_url: s
 
 
 @contextlib.contextmanager
-def _workers(redis: str, count: int) -> Iterator[list[str]]:
-    """``count`` uvicorn processes serving tests/resume_app.py over the same Redis."""
+def _workers(redis: str, count: int, **extra: str) -> Iterator[list[str]]:
+    """``count`` uvicorn processes serving tests/resume_app.py over the same Redis
+    (``extra``: more environment, such as ``AGUIKIT_TEST_HANDLER``)."""
     env = {
         **os.environ,
         "AGUIKIT_TEST_REDIS": redis,
         "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+        **extra,
     }
     ports = [free_port() for _ in range(count)]
     processes = [
@@ -332,6 +339,152 @@ def _workers(redis: str, count: int) -> Iterator[list[str]]:
             except subprocess.TimeoutExpired:  # a connection it still waits on: stop it
                 process.kill()
                 process.wait(timeout=10)
+
+
+def test_both_logs_claim_a_run_once_and_count_its_readers(redis_url: str) -> None:
+    """claim is True once per run id; a follower counts while it follows, not after; an
+    ended run has nothing after its last event."""
+    from aguikit.server.redis_log import RedisEventLog
+
+    async def scenario(log: EventLog) -> None:
+        assert await log.claim("c") and not await log.claim("c")
+        assert await log.resumable("c", "0") and not await log.resumable("c", "1")
+        await log.append("c", {"type": "CUSTOM", "name": "one", "value": 1})
+        assert not await log.claim("c") and await log.claim("d")
+        assert await log.readers("c") == 0
+        follower = log.follow("c", "0")
+        assert (await anext(follower))[0] == "1"
+        assert await log.readers("c") == 1 and await log.readers("d") == 0
+        await follower.aclose()
+        assert await log.readers("c") == 0
+        await log.end("c")
+        assert await log.resumable("c", "0") and not await log.resumable("c", "1")
+        assert [i async for i, _ in log.follow("c", "0")] == ["1"]
+        assert await log.readers("c") == 0
+
+    asyncio.run(scenario(MemoryEventLog()))
+    asyncio.run(scenario(RedisEventLog.from_url(redis_url, prefix="claim:")))
+
+
+def test_the_redis_log_refuses_prefixes_that_would_mix_runs_and_readers() -> None:
+    """A run id must never name another run's readers' key."""
+    pytest.importorskip("redis")
+    from redis.asyncio import Redis
+
+    from aguikit.server.redis_log import RedisEventLog
+
+    for prefix, readers in [("a:", "a:readers:"), ("a:run:", "a:")]:
+        with pytest.raises(ValueError, match="overlap"):
+            RedisEventLog(Redis(), prefix=prefix, readers_prefix=readers)
+
+
+async def _race(urls: list[str], run_id: str, count: int) -> list[int]:
+    """``count`` requests to start ``run_id`` at once, spread over ``urls``; statuses."""
+    body = {**BODY, "runId": run_id}
+    limits = httpx.Limits(max_connections=count)
+    async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+
+        async def start(n: int) -> int:
+            # The status only: the one run started may be endless.
+            async with client.stream("POST", urls[n % len(urls)], json=body) as response:
+                return response.status_code
+
+        return list(await asyncio.gather(*(start(n) for n in range(count))))
+
+
+def test_racing_requests_for_one_new_run_id_start_it_once_in_memory() -> None:
+    """One uvicorn, the default log: of 24 simultaneous starts, one 200, the rest 409."""
+    started: list[str] = []
+
+    async def once(run_input: RunAgentInput, run: RunWriter) -> None:
+        started.append(run_input.run_id)
+        await run.say("only once")
+
+    with serve_asgi(create_app(once, path="/agent")) as base:
+        statuses = asyncio.run(_race([base + "/agent"], "raced", 24))
+    assert sorted(statuses) == [200] + [409] * 23
+    assert started == ["raced"]
+
+
+def _marks(folder: str, what: str) -> list[str]:
+    return [name for name in os.listdir(folder) if f".{what}." in name]
+
+
+def test_racing_requests_for_one_new_run_id_start_it_once_on_two_workers(
+    redis_url: str,
+) -> None:
+    """Two uvicorn workers, one Redis: of 24 simultaneous starts, one 200, one handler."""
+    with (
+        tempfile.TemporaryDirectory() as marks,
+        _workers(
+            redis_url,
+            2,
+            AGUIKIT_TEST_HANDLER="endless",
+            AGUIKIT_TEST_GRACE="0",
+            AGUIKIT_TEST_MARKS=marks,
+        ) as workers,
+    ):
+        statuses = asyncio.run(_race([w + "/agent" for w in workers], "raced-redis", 24))
+        time.sleep(0.5)
+        started = _marks(marks, "started")
+    assert sorted(statuses) == [200] + [409] * 23
+    assert len(started) == 1
+
+
+def _readers_of(redis_url: str, run_id: str) -> str:
+    """What Redis holds about a run's readers, for a failure's message."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    entries = client.zrange("aguikit:readers:" + run_id, 0, -1, withscores=True)
+    seconds, micros = client.time()
+    return f"readers {entries} at server time {seconds + micros / 1e6:.3f}"
+
+
+def test_a_run_followed_on_another_worker_lives_and_is_cancelled_when_its_reader_leaves(
+    redis_url: str,
+) -> None:
+    """Worker A runs the handler; its client drops and reconnects to worker B in time,
+    reading for several grace windows: A sees B's reader in Redis and keeps the run.
+    When B's reader leaves too, A cancels the handler one window later, and the log ends
+    where the handler stopped."""
+    grace = 1.0
+    with (
+        tempfile.TemporaryDirectory() as marks,
+        _workers(
+            redis_url,
+            2,
+            AGUIKIT_TEST_HANDLER="endless",
+            AGUIKIT_TEST_GRACE=str(grace),
+            AGUIKIT_TEST_MARKS=marks,
+        ) as (a, b),
+    ):
+        body = {**BODY, "runId": "graced"}
+        first = read_then_hang_up(a + "/agent", body, seconds=0.3)
+        second = read_then_hang_up(b + "/agent", body, first, seconds=4 * grace)
+        dropped = time.monotonic()
+        assert not _marks(marks, "cancelled")  # four windows on B: still running on A
+        while not _marks(marks, "cancelled") and time.monotonic() - dropped < 15:
+            time.sleep(0.05)
+        waited = time.monotonic() - dropped
+        # Checked before following: a live run would never end.
+        assert 0.9 * grace <= waited < 10, _readers_of(redis_url, "graced")
+        time.sleep(0.3)
+        rest = httpx.post(
+            a + "/agent", json={**BODY, "runId": "graced"}, headers={"Last-Event-ID": second}
+        )
+        frames = list(iter_frames([rest.content]))
+        late = httpx.post(
+            b + "/agent",
+            json={**BODY, "runId": "graced"},
+            headers={"Last-Event-ID": frames[-1].id or ""},
+        )
+        started = _marks(marks, "started")
+    assert int(second) > int(first) + 100  # B delivered the run's events live
+    assert len(started) == 1
+    assert rest.status_code == 200 and frames  # what was logged up to the cancellation
+    assert json.loads(frames[-1].data)["type"] == "TEXT_MESSAGE_CONTENT"
+    assert late.status_code == 410
 
 
 RUNS = 40

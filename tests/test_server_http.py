@@ -1,6 +1,8 @@
 """
 ``aguikit.server.agui_endpoint`` served by a real uvicorn on loopback, read by httpx and by
-``AgentClient``: bodies, negotiation, headers, keep-alive, disconnect and backpressure.
+``AgentClient``: bodies, negotiation, headers, keep-alive, disconnect and backpressure,
+in the default mode (every run logged, frames numbered, a resume grace window) and the
+connection-bound one (``event_log=None``).
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.routing import Route
-from tests.servers import serve_asgi
+from tests.resume_app import Endless
+from tests.servers import read_then_hang_up, serve_asgi
 
 from aguikit.client import AgentClient
 from aguikit.models import RunAgentInput
 from aguikit.server import RunWriter, agui_endpoint, create_app
 from aguikit.server.http import negotiate
-from aguikit.transport.sse import iter_events
+from aguikit.transport.sse import iter_events, iter_frames
 
 BODY = {"threadId": "t1", "runId": "r1", "messages": []}
 
@@ -35,25 +38,44 @@ async def greet(run_input: RunAgentInput, run: RunWriter) -> None:
     await run.set_state({"city": "Lyon"})
 
 
-def test_sse_frames_are_byte_identical_to_the_sdk_encoder() -> None:
-    """Each frame is what ``ag_ui.encoder.EventEncoder().encode`` writes for that event."""
+def _sdk_encoding(frames: list[bytes]) -> list[bytes]:
+    """What ``ag_ui.encoder.EventEncoder().encode`` writes for each frame's event."""
     core = pytest.importorskip("ag_ui.core")
     from ag_ui.encoder import EventEncoder
     from pydantic import TypeAdapter
 
     adapter = TypeAdapter(core.Event)
-    with serve_asgi(create_app(greet)) as url:
-        response = httpx.post(url + "/", json=BODY)
-
-    frames = [f + b"\n\n" for f in response.content.split(b"\n\n") if f]
     encoder = EventEncoder()
-    expected = [
+    return [
         encoder.encode(adapter.validate_python(json.loads(f[len(b"data: ") :]))).encode()
         for f in frames
     ]
+
+
+def test_sse_frames_are_byte_identical_to_the_sdk_encoder() -> None:
+    """Connection-bound: each frame is what ``EventEncoder().encode`` writes for its event."""
+    with serve_asgi(create_app(greet, event_log=None)) as url:
+        response = httpx.post(url + "/", json=BODY)
+
+    frames = [f + b"\n\n" for f in response.content.split(b"\n\n") if f]
     assert 200 == response.status_code
-    assert expected == frames
+    assert _sdk_encoding(frames) == frames
     assert 11 == len(frames)
+    assert "x-agui-resume" not in response.headers
+
+
+def test_with_the_default_log_a_frame_is_its_id_then_the_sdk_encoders_bytes() -> None:
+    """Logged (the default): ``id: N`` counting from 1, then exactly the SDK's frame."""
+    with serve_asgi(create_app(greet)) as url:
+        response = httpx.post(url + "/", json=BODY)
+
+    numbered = [f + b"\n\n" for f in response.content.split(b"\n\n") if f]
+    ids = [f.split(b"\n", 1)[0] for f in numbered]
+    frames = [f.split(b"\n", 1)[1] for f in numbered]
+    assert 200 == response.status_code
+    assert [f"id: {n}".encode() for n in range(1, 12)] == ids
+    assert _sdk_encoding(frames) == frames
+    assert "last-event-id" == response.headers["x-agui-resume"]
 
 
 def test_serving_headers_defeat_proxy_buffering() -> None:
@@ -104,13 +126,17 @@ def test_a_client_preferring_protobuf_gets_the_same_run_as_length_prefixed_frame
         binary = httpx.post(
             url + "/", json=BODY, headers={"Accept": "application/vnd.ag-ui.event+proto"}
         )
-        text = httpx.post(url + "/", json=BODY, headers={"Accept": "text/event-stream"})
+        # A fresh run id: a logged endpoint starts a run id once (409 for a second start).
+        text = httpx.post(
+            url + "/", json={**BODY, "runId": "r2"}, headers={"Accept": "text/event-stream"}
+        )
 
     assert 200 == binary.status_code
     assert "application/vnd.ag-ui.event+proto" == binary.headers["content-type"]
 
     def shape(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        # The writer mints fresh message and tool-call ids per run; the rest must be equal.
+        # The writer mints fresh message and tool-call ids per run, and the run ids
+        # differ; the rest must be equal.
         return [{k: v for k, v in e.items() if not k.endswith("Id")} for e in events]
 
     assert shape(list(iter_events([text.content]))) == shape(
@@ -124,7 +150,7 @@ def test_agent_client_asking_for_binary_folds_the_protobuf_answer() -> None:
         sse_client = AgentClient(url + "/")
         list(sse_client.run_sync(BODY))
         binary_client = AgentClient(url + "/", binary=True)
-        list(binary_client.run_sync(BODY))
+        list(binary_client.run_sync({**BODY, "runId": "r2"}))
 
     assert [(m.role, m.content) for m in sse_client.messages] == [
         (m.role, m.content) for m in binary_client.messages
@@ -172,7 +198,16 @@ def test_a_silent_handler_gets_keepalive_comments() -> None:
     ]
 
 
-def test_each_event_is_flushed_as_it_is_written() -> None:
+# The first frame of each mode: connection-bound, then logged (the default).
+FIRST_FRAMES = {
+    "bound": b'data: {"type":"RUN_STARTED"',
+    "logged": b'id: 1\ndata: {"type":"RUN_STARTED"',
+}
+MODES = {"bound": {"event_log": None}, "logged": {}}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_each_event_is_flushed_as_it_is_written(mode: str) -> None:
     """The first frame arrives while the handler is still working."""
     release = threading.Event()
 
@@ -181,46 +216,94 @@ def test_each_event_is_flushed_as_it_is_written() -> None:
         while not release.is_set():
             await asyncio.sleep(0.01)
 
-    with serve_asgi(create_app(waits)) as url, httpx.stream("POST", url + "/", json=BODY) as r:
+    with (
+        serve_asgi(create_app(waits, **MODES[mode])) as url,
+        httpx.stream("POST", url + "/", json=BODY) as r,
+    ):
         chunks = r.iter_bytes()
         first = next(chunks)
         release.set()
         rest = b"".join(chunks)
 
-    assert first.startswith(b'data: {"type":"RUN_STARTED"')
+    assert first.startswith(FIRST_FRAMES[mode])
     assert rest.rstrip().endswith(b'"outcome":{"type":"success"}}')
 
 
 def test_a_client_disconnect_cancels_the_handler_and_nothing_is_written_after() -> None:
-    """The handler sees CancelledError; its writer emits nothing more."""
-    seen: dict[str, Any] = {}
-    cancelled = threading.Event()
-
-    async def endless(run_input: RunAgentInput, run: RunWriter) -> None:
-        seen["run"] = run
-        try:
-            async with run.text_message() as message:
-                while True:
-                    await message.write("token ")
-                    await asyncio.sleep(0.005)
-        except asyncio.CancelledError:
-            seen["count"] = run._stream.count
-            cancelled.set()
-            raise
-
-    with serve_asgi(create_app(endless)) as url:
+    """Connection-bound: the handler sees CancelledError at once; nothing more is emitted."""
+    endless = Endless()
+    with serve_asgi(create_app(endless, event_log=None)) as url:
         with httpx.stream("POST", url + "/", json=BODY) as response:
             for _ in response.iter_bytes():
                 break
-        assert cancelled.wait(5)
+        assert endless.cancelled.wait(5)
         time.sleep(0.2)
 
-    assert seen["count"] == seen["run"]._stream.count
-    assert seen["run"].ended
+    assert endless.count_at_cancel == endless.count
+    assert endless.runs[0].ended
 
 
-def test_a_slow_reader_slows_the_producer() -> None:
-    """With a bounded queue the handler cannot run ahead of a reader that stopped."""
+def test_with_the_default_log_a_disconnect_cancels_the_handler_once_the_grace_passes() -> None:
+    """The run outlives its connection for ``resume_grace``, then, with no reader back,
+    the handler sees CancelledError, the log ends where the writer stopped, and a late
+    reconnect is told the run cannot go on (410)."""
+    endless = Endless()
+    with serve_asgi(create_app(endless, resume_grace=1.0)) as url:
+        last = read_then_hang_up(url + "/", BODY)
+        dropped = time.monotonic()
+        assert not endless.cancelled.wait(0.6)  # waiting for a reconnect
+        assert endless.cancelled.wait(10)
+        waited = time.monotonic() - dropped
+        time.sleep(0.2)
+        logged = httpx.post(url + "/", json=BODY, headers={"Last-Event-ID": last}, timeout=30)
+        frames = list(iter_frames([logged.content]))
+        late = httpx.post(url + "/", json=BODY, headers={"Last-Event-ID": frames[-1].id or ""})
+
+    assert 0.9 <= waited < 5  # the window, give or take the clocks of two threads
+    assert endless.count_at_cancel == endless.count
+    assert endless.runs[0].ended
+    assert 200 == logged.status_code
+    assert str(endless.count) == frames[-1].id  # every emitted event logged, nothing after
+    assert "TEXT_MESSAGE_CONTENT" == json.loads(frames[-1].data)["type"]
+    assert 410 == late.status_code
+
+
+def test_a_reconnect_within_the_grace_keeps_the_run_and_its_drop_starts_the_window_again() -> None:
+    """A reader back in time takes the run over, past several windows; when it leaves
+    too, the run is cancelled one window later."""
+    endless = Endless()
+    with serve_asgi(create_app(endless, resume_grace=0.5)) as url:
+        first = read_then_hang_up(url + "/", BODY)
+        time.sleep(0.2)
+        second = read_then_hang_up(url + "/", BODY, first, seconds=2.0)
+        assert not endless.cancelled.is_set()  # 2 s of reading: four windows
+        dropped = time.monotonic()
+        assert endless.cancelled.wait(10)
+        waited = time.monotonic() - dropped
+
+    assert int(second) > int(first) + 100
+    assert 1 == len(endless.runs)
+    assert 0.45 <= waited < 5
+
+
+@pytest.mark.parametrize("media_type", ["application/jsonl", "application/vnd.ag-ui.event+proto"])
+def test_with_the_default_log_a_framing_without_ids_gets_no_grace(media_type: str) -> None:
+    """JSONL and protobuf answers cannot be resumed: a disconnect cancels at once."""
+    endless = Endless()
+    with serve_asgi(create_app(endless, resume_grace=30)) as url:
+        with httpx.stream("POST", url + "/", json=BODY, headers={"Accept": media_type}) as r:
+            assert media_type == r.headers["content-type"].split(";")[0]
+            for _ in r.iter_bytes():
+                break
+        assert endless.cancelled.wait(5)
+
+    assert endless.count_at_cancel == endless.count
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_slow_reader_slows_the_producer(mode: str) -> None:
+    """With a bounded queue the handler cannot run ahead of a reader that stopped (logged
+    too: the connection that started the run paces it)."""
     emitted: list[int] = []
     total = 2000
     big = "x" * 16384
@@ -232,7 +315,7 @@ def test_a_slow_reader_slows_the_producer() -> None:
                 emitted.append(n)
 
     with (
-        serve_asgi(create_app(firehose, queue_size=4)) as url,
+        serve_asgi(create_app(firehose, queue_size=4, **MODES[mode])) as url,
         httpx.stream("POST", url + "/", json=BODY) as response,
     ):
         chunks = response.iter_bytes()
@@ -272,3 +355,26 @@ def test_the_endpoint_is_a_starlette_route_and_a_fastapi_path_operation() -> Non
 
     assert answers[0] == answers[1]
     assert "RUN_FINISHED" == answers[0][-1]
+
+
+def test_a_run_id_starts_once_per_default_log_and_freely_without_one() -> None:
+    """The default log is the endpoint's own: a second start of a run id there is 409, the
+    same id on another endpoint starts; a connection-bound endpoint keeps no run ids."""
+    with (
+        serve_asgi(create_app(greet)) as logged,
+        serve_asgi(create_app(greet)) as other,
+        serve_asgi(create_app(greet, event_log=None)) as bound,
+    ):
+        first = httpx.post(logged + "/", json=BODY)
+        again = httpx.post(logged + "/", json=BODY)
+        elsewhere = httpx.post(other + "/", json=BODY)
+        unlogged = [httpx.post(bound + "/", json=BODY).status_code for _ in range(2)]
+
+    assert (200, 409, 200) == (first.status_code, again.status_code, elsewhere.status_code)
+    assert "r1" == again.json()["runId"]
+    assert [200, 200] == unlogged
+
+
+def test_a_negative_grace_is_refused() -> None:
+    with pytest.raises(ValueError, match="resume_grace"):
+        agui_endpoint(greet, resume_grace=-1)

@@ -288,13 +288,18 @@ def test_the_client_runs_an_asgi_app_in_process() -> None:
     assert {"threadId", "runId", "messages", "tools", "context", "state"} <= set(body)
 
 
-def test_the_client_verifies_the_answer() -> None:
+@pytest.mark.parametrize(
+    ("options", "line"),
+    [({"event_log": None}, 5), ({}, 7)],  # logged (the default): an id line per frame
+    ids=["connection-bound", "logged"],
+)
+def test_the_client_verifies_the_answer(options: dict[str, Any], line: int) -> None:
     """A server that leaves a message open fails the test with the rule it broke."""
-    client = AgentTestClient(create_app(_broken, mode="audit"))
+    client = AgentTestClient(create_app(_broken, mode="audit", **options))
 
     with pytest.raises(AssertionError) as error:
         client.run()
-    assert "event 3 RUN_FINISHED (SSE frame 3, line 5): AGUI-V005" in _message(error)
+    assert f"event 3 RUN_FINISHED (SSE frame 3, line {line}): AGUI-V005" in _message(error)
     assert not AgentTestClient(create_app(_broken, mode="audit"), verify=False).run().ok
 
 

@@ -4,11 +4,12 @@ The producer side of AG-UI: emit a verified stream from any Starlette or FastAPI
 :class:`RunWriter` runs every event a producer emits through the same schema check, chunk
 expansion and verifier a receiver uses (strict, repair or audit), with typed helpers that
 make the legal order the easy one; :func:`agui_endpoint` and :func:`create_app` serve a
-handler over HTTP (SSE or JSONL, keep-alive comments, backpressure, cancellation on
-disconnect), and :func:`capabilities_endpoint` publishes what the agent declares it can
-do.  ``RunAgentInput`` is re-exported so a handler's module needs no other import.
-The HTTP half needs Starlette (``aguikit[server]``) and is imported on first use, so the
-writer works without it.
+handler over HTTP (SSE, JSONL or protobuf, keep-alive comments, backpressure, and an
+event log by default, so a dropped SSE client resumes with ``Last-Event-ID`` and a run
+nobody follows any more is cancelled), and :func:`capabilities_endpoint` publishes what
+the agent declares it can do.  ``RunAgentInput`` is re-exported so a handler's module
+needs no other import.  The HTTP half needs Starlette (``aguikit[server]``) and is
+imported on first use, so the writer works without it.
 """
 
 from __future__ import annotations

@@ -4,20 +4,26 @@ ask for what it missed (``Last-Event-ID``) and then follow the run live.
 
 An SSE connection is not a run.  A phone changes network, a proxy cuts an idle socket, a
 load balancer sends the reconnect to another worker; none of that should lose the answer
-the agent is still producing.  So, when an endpoint is given an event log, the run is
-decoupled from the connection: the handler writes each event to the log (the event's
-number there is its SSE ``id:``), and every connection, the first one included, is a
-reader *following* the log from a position.  A reconnect is then the same code as the
-first request, starting after the last id the client saw.
+the agent is still producing.  So an endpoint with an event log (every endpoint, unless
+built with ``event_log=None``) decouples the run from the connection: the handler writes
+each event to the log (the event's number there is its SSE ``id:``), and every
+connection, the first one included, is a reader *following* the log from a position.  A
+reconnect is then the same code as the first request, starting after the last id the
+client saw.
+
+The log also says who is still listening, because a run nobody follows any more should
+stop costing tokens: :meth:`EventLog.readers` counts the readers following a run right
+now (on any worker), and the endpoint cancels a run whose readers all left and none came
+back within its resume grace window.  And it decides, atomically, which request starts a
+run (:meth:`EventLog.claim`): two requests racing with the same new run id cannot both
+start it.
 
 Two logs share one interface (:class:`EventLog`):
 
-* :class:`MemoryEventLog`, the one to pass unless several workers serve the same runs
-  (an endpoint keeps no log unless given one, so its frames stay byte-identical to the
-  SDK encoder's and a disconnect still cancels the run): per process, bounded per run
-  (the oldest events are dropped past ``max_events``, and a resume from before them is
-  refused rather than silently skipping), and a run's log expires ``ttl`` seconds after
-  its last event;
+* :class:`MemoryEventLog`, the default (each endpoint builds its own) and the one to use
+  unless several workers serve the same runs: per process, bounded per run (the oldest
+  events are dropped past ``max_events``, and a resume from before them is refused rather
+  than silently skipping), and a run's log expires ``ttl`` seconds after its last event;
 * :class:`aguikit.server.redis_log.RedisEventLog`: Redis Streams, for several workers or
   hosts, so that a client reconnecting to another worker resumes the same run.
 
@@ -34,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Final, Protocol
 
 import attrs
@@ -61,6 +67,14 @@ def parse_id(event_id: str | None) -> int | None:
 class EventLog(Protocol):
     """What :func:`aguikit.server.agui_endpoint` needs from an event log."""
 
+    async def claim(self, run_id: str) -> bool:
+        """
+        Take ``run_id`` for a new run: ``True`` for exactly one caller while the run's log
+        exists (on every worker sharing the log), ``False`` for every other.  Atomic, so
+        two requests racing to start the same run id cannot both start it; a claimed run
+        then expires like any other (``ttl`` after its last event).
+        """
+
     async def append(self, run_id: str, wire: Mapping[str, Any]) -> str:
         """Record the next event of ``run_id``; returns its id."""
 
@@ -69,14 +83,25 @@ class EventLog(Protocol):
 
     async def resumable(self, run_id: str, after: str | None) -> bool:
         """Whether :meth:`follow` can deliver every event of ``run_id`` after ``after``
-        (``None``: from the first)."""
+        (``None``: from the first), and whether there is anything to deliver: ``False``
+        for an id at or past the end of a run that ended (cancelled before its last
+        event, say), where following would only ever deliver nothing."""
 
     async def read(self, run_id: str) -> list[tuple[str, dict[str, Any]]]:
         """Every event of ``run_id`` logged so far (and retained), in order."""
 
-    def follow(self, run_id: str, after: str | None) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    async def readers(self, run_id: str) -> int:
+        """How many readers follow ``run_id`` now (on every worker sharing the log)."""
+
+    def follow(
+        self, run_id: str, after: str | None
+    ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
         """
         ``(id, wire)`` for each event after ``after``, then live ones, until the end.
+
+        Counts as a reader (:meth:`readers`) from its first step until it is closed,
+        so iterate it under :func:`contextlib.aclosing` (or to its end): an abandoned
+        iterator would count until garbage collection.
 
         Ends early, never skipping, when events the reader has not seen were dropped
         (the window moved past them, or the log expired): the client's reconnect is then
@@ -109,6 +134,7 @@ class MemoryEventLog:
         self.ttl = ttl
         self.max_events = max_events
         self._runs: dict[str, _Run] = {}
+        self._readers: dict[str, int] = {}
         self._next_sweep = 0.0
 
     def _sweep(self, now: float) -> None:
@@ -126,6 +152,18 @@ class MemoryEventLog:
             del self._runs[run_id]
             return None
         return run
+
+    async def claim(self, run_id: str) -> bool:
+        # No await from the check to the set: nothing else runs in between.
+        if self._live(run_id) is not None:
+            return False
+        now = time.monotonic()
+        self._sweep(now)
+        self._runs[run_id] = _Run(deque(maxlen=self.max_events), touched=now)
+        return True
+
+    async def readers(self, run_id: str) -> int:
+        return self._readers.get(run_id, 0)
 
     async def append(self, run_id: str, wire: Mapping[str, Any]) -> str:
         now = time.monotonic()
@@ -153,7 +191,9 @@ class MemoryEventLog:
             return False
         first = run.events[0][0] if run.events else run.last + 1
         position = 0 if after is None else parse_id(after)
-        return position is not None and first - 1 <= position <= run.last
+        if position is None or (run.done and position >= run.last):
+            return False
+        return first - 1 <= position <= run.last
 
     async def read(self, run_id: str) -> list[tuple[str, dict[str, Any]]]:
         run = self._live(run_id)
@@ -161,22 +201,30 @@ class MemoryEventLog:
 
     async def follow(
         self, run_id: str, after: str | None
-    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
         position = parse_id(after) if after is not None else 0
         if position is None:
             return
-        while True:
-            run = self._live(run_id)
-            if run is None:
-                return
-            waiter = run.changed
-            if run.events and run.events[0][0] > position + 1:
-                return  # what the reader missed was dropped: end rather than skip it
-            for seq, wire in list(run.events):
-                if seq > position:
-                    position = seq
-                    yield str(seq), wire
-            if run.done and position >= run.last:
-                return
-            if position >= run.last:
-                await waiter.wait()
+        self._readers[run_id] = self._readers.get(run_id, 0) + 1
+        try:
+            while True:
+                run = self._live(run_id)
+                if run is None:
+                    return
+                waiter = run.changed
+                if run.events and run.events[0][0] > position + 1:
+                    return  # what the reader missed was dropped: end rather than skip it
+                for seq, wire in list(run.events):
+                    if seq > position:
+                        position = seq
+                        yield str(seq), wire
+                if run.done and position >= run.last:
+                    return
+                if position >= run.last:
+                    await waiter.wait()
+        finally:
+            left = self._readers[run_id] - 1
+            if left:
+                self._readers[run_id] = left
+            else:
+                del self._readers[run_id]

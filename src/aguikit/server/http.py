@@ -10,8 +10,9 @@ serving once:
 
 * the body is read with :mod:`aguikit.jsonio` and validated against ``RunAgentInput``
   (``400`` when it is not JSON, ``422`` listing every problem with its JSON pointer);
-* ``Accept`` picks the framing: SSE by default (frames byte-identical to the official
-  SDK's ``EventEncoder``), JSONL for ``application/jsonl`` / ``application/x-ndjson``,
+* ``Accept`` picks the framing: SSE by default (each frame's ``data:`` line
+  byte-identical to the official SDK's ``EventEncoder``, after the frame's ``id:`` when
+  the run is logged), JSONL for ``application/jsonl`` / ``application/x-ndjson``,
   and length-prefixed protobuf (``application/vnd.ag-ui.event+proto``, the bytes
   ``@ag-ui/proto`` writes) for a client that prefers it; ``406`` when none is acceptable;
 * ``Cache-Control: no-cache``, ``X-Accel-Buffering: no`` (nginx) and
@@ -19,18 +20,28 @@ serving once:
 * every event is sent as it is written (one ASGI body message, which the server flushes);
 * a bounded queue between the handler and the socket: a slow reader blocks the handler's
   next ``emit`` (the server's own flow control blocks the send), so memory per stream is
-  the queue plus the socket buffer, whatever the handler produces;
-* a client disconnect cancels the handler (it sees :class:`asyncio.CancelledError` at its
-  next ``await``) and nothing is written after it.
+  the queue plus the socket buffer, whatever the handler produces (plus the run's event
+  log, which keeps the whole run, up to the log's ``max_events``, for a resume);
+* every run goes to an event log (a :class:`~aguikit.server.eventlog.MemoryEventLog` of
+  the endpoint's own unless it is given one): each SSE frame carries its ``id:``, a client
+  that lost its connection reconnects with ``Last-Event-ID`` (on any worker sharing the
+  log) and gets what it missed, then the rest live; ``docs/resume.md`` is the protocol;
+* a run nobody follows any more is cancelled (the handler sees
+  :class:`asyncio.CancelledError` at its next ``await``) and nothing is written after
+  it: with a log, once ``resume_grace`` seconds pass with no reader (time for the client
+  to reconnect); with ``event_log=None``, the run is bound to its one connection (no
+  ids, frames exactly the SDK encoder's) and a disconnect cancels it at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -46,10 +57,11 @@ from ..proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from ..transport import jsonl, sse
 from ..validate import is_valid, iter_schema_errors, validate
 from ..wire import parse_run_agent_input, to_wire
-from .eventlog import EventLog, prelude
+from .eventlog import EventLog, MemoryEventLog, prelude
 from .writer import Mode, RunWriter
 
 __all__ = [
+    "OWN_MEMORY_LOG",
     "PROTOBUF_MEDIA_TYPE",
     "Handler",
     "agui_endpoint",
@@ -76,6 +88,21 @@ dropped connection and can be followed again with ``Last-Event-ID``."""
 LOGGER: Final = logging.getLogger("aguikit.server")
 _DONE: Final[Any] = object()
 """Ends the frame queue: the run is over, or the client left."""
+_POLL: Final = 1.0
+"""Seconds between two looks at the readers of a run that lost its first connection."""
+
+
+class _OwnLog(enum.Enum):
+    OWN_MEMORY_LOG = "OWN_MEMORY_LOG"
+
+    def __repr__(self) -> str:
+        return "OWN_MEMORY_LOG"
+
+
+OWN_MEMORY_LOG: Final = _OwnLog.OWN_MEMORY_LOG
+"""The default ``event_log`` of :func:`agui_endpoint`: a new
+:class:`~aguikit.server.eventlog.MemoryEventLog` for each endpoint.  A sentinel rather
+than ``None``, because ``event_log=None`` means something else: no log at all."""
 
 
 def negotiate(accept: str | None) -> str | None:
@@ -153,6 +180,7 @@ class EventStreamResponse(Response):
         event_log: EventLog | None = None,
         resume_after: str | None = None,
         join_prelude: bool = False,
+        resume_grace: float = 0.0,
     ) -> None:
         # As StreamingResponse does: no body, so no Content-Length is declared.
         self.status_code = 200
@@ -184,6 +212,10 @@ class EventStreamResponse(Response):
         """With a log: follow the run after this id rather than start it."""
         self.join_prelude = join_prelude
         """With a log and ``resume_after``: start with a prelude rather than the log."""
+        self.resume_grace = resume_grace if media_type == sse.MEDIA_TYPE else 0.0
+        """With a log: seconds a run this answer started outlives its last reader.  Only
+        an SSE answer can be resumed (JSONL and protobuf carry no ids), so another
+        framing's run gets none: it lives on only while a joiner follows it."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         queue: asyncio.Queue[Any] = asyncio.Queue(self.queue_size)
@@ -201,14 +233,20 @@ class EventStreamResponse(Response):
                     await queue.put(_DONE)
 
         log = self.event_log
+        started: _LoggedRun | None = None
         if log is None:
             producer = asyncio.create_task(produce())
         else:
             if self.resume_after is None:
                 # Answer only once the run is in the log: a client cut off before its
                 # first event may then resume from "0" on any worker.
-                await _start_logged(self, log).wait()
-            producer = asyncio.create_task(self._follow(log, queue))
+                started = _LoggedRun(self, log)
+                try:
+                    await started.logged.wait()
+                except BaseException:  # this answer was cancelled before it began
+                    started.reader_left()
+                    raise
+            producer = asyncio.create_task(self._follow(log, queue, started))
 
         async def watch() -> None:
             while True:
@@ -230,10 +268,14 @@ class EventStreamResponse(Response):
             watcher.cancel()
             if not producer.done():
                 producer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await producer
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+            try:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await producer
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+            finally:  # also when following failed: the run must not wait for this reader
+                if started is not None:
+                    started.reader_left()
 
     async def run_handler(self, sink: Callable[[Mapping[str, Any]], Awaitable[None]]) -> None:
         """Run the handler on a :class:`RunWriter` writing to ``sink``."""
@@ -246,9 +288,12 @@ class EventStreamResponse(Response):
             await asyncio.sleep(0)
             await self.handler(self.run_input, run)
 
-    async def _follow(self, log: EventLog, queue: asyncio.Queue[Any]) -> None:
+    async def _follow(
+        self, log: EventLog, queue: asyncio.Queue[Any], started: _LoggedRun | None
+    ) -> None:
         """Copy the run's logged events, after ``resume_after``, into the frame queue
-        (after the prelude, for a late joiner that asked for one)."""
+        (after the prelude, for a late joiner that asked for one), telling the run this
+        answer started how far it got, which paces that run."""
         sse_framing = self.media_type == sse.MEDIA_TYPE
         after = self.resume_after
         try:
@@ -262,9 +307,14 @@ class EventStreamResponse(Response):
                     if sse_framing and number == len(events):
                         frame = f"id: {after}\n".encode() + frame
                     await queue.put(frame)
-            async for event_id, wire in log.follow(self.run_input.run_id, after):
-                frame = self.encode(wire)
-                await queue.put(f"id: {event_id}\n".encode() + frame if sse_framing else frame)
+            # Closed on cancellation too, so the log stops counting this reader at once.
+            async with contextlib.aclosing(log.follow(self.run_input.run_id, after)) as live:
+                async for event_id, wire in live:
+                    frame = self.encode(wire)
+                    # The id line, then exactly the frame the connection-bound mode sends.
+                    await queue.put(f"id: {event_id}\n".encode() + frame if sse_framing else frame)
+                    if started is not None:
+                        started.queued(event_id)
         finally:
             if not self.disconnected:
                 await queue.put(_DONE)
@@ -291,39 +341,105 @@ _DETACHED: Final[set[asyncio.Task[None]]] = set()
 """Runs that outlive their connection; held here so the loop does not drop them."""
 
 
-def _start_logged(response: EventStreamResponse, log: EventLog) -> asyncio.Event:
+class _LoggedRun:
     """
-    Start the run as a task of its own, writing every event to ``log``: a logged run
-    belongs to the log, not to the connection, so a dropped client does not cancel it
-    (it reconnects and follows on); it ends when the handler does.  Returns an event set
-    once the first event is logged (or the run ended without one).
+    A run started as a task of its own, writing every event to ``log``: a logged run
+    belongs to the log, not to the connection, so a dropped client does not cancel it at
+    once (it reconnects and follows on, on any worker sharing the log).
+
+    While the connection that started it is there, that reader paces it: the handler's
+    ``emit`` waits while the run is more than ``queue_size`` events ahead of what the
+    connection has taken, so a slow reader slows the producer as without a log (the log
+    itself keeps the run, up to its ``max_events``, for a resume).
+
+    It ends when the handler does, or when nobody wants it any more: once the connection
+    that started it is gone, the run is watched, and cancelled after
+    ``response.resume_grace`` seconds without a reader following it (a reconnect in time
+    takes it over; if that reader leaves too, the window starts again).  A reader on
+    another worker counts through :meth:`EventLog.readers`, which is why the watch polls
+    the log rather than counting this worker's connections.
     """
-    run_id = response.run_input.run_id
-    logged = asyncio.Event()
 
-    async def sink(wire: Mapping[str, Any]) -> None:
-        await log.append(run_id, wire)
-        logged.set()
+    def __init__(self, response: EventStreamResponse, log: EventLog) -> None:
+        self.log = log
+        self.run_id = response.run_input.run_id
+        self.grace = response.resume_grace
+        self.window = response.queue_size
+        self.logged = asyncio.Event()
+        """Set once the first event is logged (or the run ended without one)."""
+        self.taken = 0
+        """The last event the starting connection took."""
+        self.attached = True
+        """Whether the starting connection is still there (and pacing the run)."""
+        self.progress = asyncio.Event()
+        self.task = _detach(self._produce(response))
 
-    async def produce() -> None:
+    def queued(self, event_id: str) -> None:
+        """The starting connection took the event ``event_id``."""
+        self.taken = int(event_id)
+        self.progress.set()
+
+    async def _produce(self, response: EventStreamResponse) -> None:
+        async def sink(wire: Mapping[str, Any]) -> None:
+            number = int(await self.log.append(self.run_id, wire))
+            self.logged.set()
+            while self.attached and number - self.taken > self.window:
+                self.progress.clear()
+                await self.progress.wait()
+
         try:
             await response.run_handler(sink)
         finally:
-            await log.end(run_id)
-            logged.set()
+            self.logged.set()
+            # Shielded: a cancelled run is still marked ended, so its followers stop.
+            await asyncio.shield(self.log.end(self.run_id))
 
-    task = asyncio.create_task(produce())
+    def reader_left(self) -> None:
+        """The connection that started the run ended: from now on the run lives only
+        while some reader follows it, give or take the grace window."""
+        self.attached = False
+        self.progress.set()
+        if not self.task.done():
+            _detach(self._watch())
+
+    async def _watch(self) -> None:
+        alone_since: float | None = None
+        while not self.task.done():
+            wait = _POLL
+            try:
+                # Bounded: a look that hangs (a broken pooled connection, say) must not
+                # keep a run alive; the next look starts afresh.
+                readers = await asyncio.wait_for(self.log.readers(self.run_id), 3 * _POLL)
+            except TimeoutError:
+                LOGGER.warning("run %r: counting its readers timed out", self.run_id)
+                continue
+            if not readers:
+                now = time.monotonic()
+                alone_since = now if alone_since is None else alone_since
+                wait = alone_since + self.grace - now
+                if wait <= 0:
+                    LOGGER.info("run %r cancelled: no reader for %s s", self.run_id, self.grace)
+                    self.task.cancel()
+                    return
+            else:
+                alone_since = None
+            await asyncio.sleep(min(wait, _POLL))
+
+
+def _detach(work: Awaitable[None]) -> asyncio.Task[None]:
+    """Run ``work`` in a task that outlives the request, held until it ends."""
+    task = asyncio.ensure_future(work)
     _DETACHED.add(task)
     task.add_done_callback(_finished)
-    return logged
+    return task
 
 
 def _finished(task: asyncio.Task[None]) -> None:
-    """A detached run ended: let it go, and log a handler failure nobody else will see
-    (the stream already carries the writer's ``RUN_ERROR``)."""
+    """A detached task ended: let it go, and log a failure nobody else will see (a
+    handler's is already in the stream, as the writer's ``RUN_ERROR``)."""
     _DETACHED.discard(task)
     if not task.cancelled() and task.exception() is not None:
-        LOGGER.error("a logged run's handler failed", exc_info=task.exception())
+        LOGGER.error("a logged run's task failed", exc_info=task.exception())
 
 
 def _jsonl_bytes(wire: Mapping[str, Any]) -> bytes:
@@ -337,7 +453,8 @@ def agui_endpoint(
     keepalive: float | None = 15.0,
     queue_size: int = 64,
     snapshot_every: int = 0,
-    event_log: EventLog | None = None,
+    event_log: EventLog | Literal[_OwnLog.OWN_MEMORY_LOG] | None = OWN_MEMORY_LOG,
+    resume_grace: float = 30.0,
 ) -> Callable[[Request], Awaitable[Response]]:
     """
     Wrap ``handler`` as an HTTP endpoint that answers AG-UI run requests.
@@ -355,15 +472,27 @@ def agui_endpoint(
         queue_size: Frames buffered between the handler and the socket; past it the
             handler's next ``emit`` waits for the client.
         snapshot_every: Passed to each :class:`RunWriter`.
-        event_log: Make runs resumable (see :mod:`aguikit.server.eventlog`): each run
-            is written to the log, each SSE frame carries its ``id:``, a dropped client
-            does not cancel the run, and a request carrying ``Last-Event-ID`` follows the
-            run after that id (``410`` when the log cannot: unknown run, expired, or an
-            id never issued; ``409`` for a run id already started, without the header).
-            ``None`` (the default) keeps a run tied to its one connection.
+        event_log: Where runs are logged, which makes them resumable (see
+            :mod:`aguikit.server.eventlog` and ``docs/resume.md``): each SSE frame
+            carries its ``id:`` before the SDK encoder's bytes, a dropped client does
+            not cancel the run at once, and a request carrying ``Last-Event-ID`` follows
+            the run after that id (``410`` when the log cannot: unknown run, expired, an
+            id never issued, or nothing left after it; ``409`` for a run id already
+            claimed, without the header).  The default, :data:`OWN_MEMORY_LOG`, is a
+            new :class:`MemoryEventLog` for this endpoint (one process); pass a
+            :class:`~aguikit.server.redis_log.RedisEventLog` for several workers.
+            ``None`` keeps each run bound to its one connection: no ids, frames exactly
+            the SDK encoder's, and a disconnect cancels the handler at once.
+        resume_grace: With a log, the seconds a run goes on after its last reader left
+            (an SSE client's dropped connection), waiting for a reconnect; past them
+            with no reader, the handler is cancelled and the run's log ends there.  A
+            JSONL or protobuf answer cannot be resumed, so its run gets no grace.
     """
     if queue_size < 1:
         raise ValueError("queue_size must be at least 1")
+    if resume_grace < 0:
+        raise ValueError("resume_grace must not be negative")
+    log: EventLog | None = MemoryEventLog() if event_log is OWN_MEMORY_LOG else event_log
 
     async def endpoint(request: Request) -> Response:
         media_type = negotiate(request.headers.get("accept"))
@@ -378,26 +507,28 @@ def agui_endpoint(
         if isinstance(run_input, Response):
             return run_input
         resume_after = request.headers.get("last-event-id")
-        if event_log is not None:
-            known = await event_log.resumable(run_input.run_id, resume_after)
-            if resume_after is not None and not known:
+        if log is not None and resume_after is not None:
+            if not await log.resumable(run_input.run_id, resume_after):
                 return _problem(
                     410,
                     "the run cannot be resumed from this event id",
                     detail=f"run {run_input.run_id!r} has no logged events after "
-                    f"{resume_after!r} on this server: unknown run, expired log, or an id "
-                    "this server never issued; start a new run",
+                    f"{resume_after!r} on this server: unknown run, expired log, an id this "
+                    "server never issued, or the run ended (or was cancelled, nobody "
+                    "following it) with nothing after it; start a new run",
                     runId=run_input.run_id,
                     lastEventId=resume_after,
                 )
-            if resume_after is None and known:
-                return _problem(
-                    409,
-                    "this run has already started",
-                    detail=f"run {run_input.run_id!r} is running or ran on this server; "
-                    "to follow it send Last-Event-ID (0: from its first event)",
-                    runId=run_input.run_id,
-                )
+        elif log is not None and not await log.claim(run_input.run_id):
+            # The claim, not a look-up, decides: of two requests racing to start the
+            # same run id, exactly one gets it.
+            return _problem(
+                409,
+                "this run has already started",
+                detail=f"run {run_input.run_id!r} is running or ran on this server; "
+                "to follow it send Last-Event-ID (0: from its first event)",
+                runId=run_input.run_id,
+            )
         return EventStreamResponse(
             handler,
             run_input,
@@ -406,9 +537,10 @@ def agui_endpoint(
             keepalive=keepalive,
             queue_size=queue_size,
             snapshot_every=snapshot_every,
-            event_log=event_log,
-            resume_after=resume_after if event_log is not None else None,
+            event_log=log,
+            resume_after=resume_after if log is not None else None,
             join_prelude=request.headers.get(JOIN_HEADER, "").strip().lower() == "prelude",
+            resume_grace=resume_grace,
         )
 
     endpoint.__name__ = getattr(handler, "__name__", "agui_endpoint")
