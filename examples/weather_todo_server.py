@@ -28,7 +28,8 @@ CAPABILITIES = {
         "description": "Checks the weather and keeps a todo list of what to bring.",
         "version": "1.0.0",
     },
-    "transport": {"streaming": True, "httpBinary": True},
+    # create_app logs every run by default, so a dropped SSE client resumes (docs/resume.md).
+    "transport": {"streaming": True, "httpBinary": True, "resumable": True},
     "tools": {
         "supported": True,
         "items": [
