@@ -178,6 +178,18 @@ def loads(
     value = _quick(data, max_depth)
     if value is not _MISS:
         return value
+    return _loads_standard(data, max_depth, source, line, frame, byte_offset)
+
+
+def _loads_standard(
+    data: str | bytes,
+    max_depth: int,
+    source: str | None = None,
+    line: int | None = None,
+    frame: int | None = None,
+    byte_offset: int | None = None,
+) -> Any:
+    """:func:`loads` by the standard library: what jiter refused, accepted or explained."""
     if isinstance(data, str):
         text = data
     else:
@@ -254,7 +266,8 @@ def loads_object(
     value = _quick(data, max_depth)
     if type(value) is dict:
         return value
-    value = loads(data, max_depth=max_depth, **where)
+    if value is _MISS:  # read once more only where jiter refused
+        value = _loads_standard(data, max_depth, **where)
     if not isinstance(value, dict):
         if where.get("byte_offset") is None:
             where["byte_offset"] = 0
