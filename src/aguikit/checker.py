@@ -200,19 +200,20 @@ class CheckConfig:
     def enabled(self, rule_id: str) -> bool:
         """Whether findings of ``rule_id`` are reported at all."""
         symbol = RULES_BY_ID[rule_id].symbol
-
-        def hit(prefixes: tuple[str, ...]) -> bool:
-            return any(
-                rule_id.upper().startswith(_full_id(p)) or symbol.startswith(p.lower())
-                for p in prefixes
-            )
-
-        return (not self.select or hit(self.select)) and not hit(self.ignore)
+        return (not self.select or _selects(self.select, rule_id, symbol)) and not _selects(
+            self.ignore, rule_id, symbol
+        )
 
     def severity_of(self, rule_id: str) -> Severity:
         """The rule's severity: the configured one, else the catalogue's default."""
         rule = RULES_BY_ID[rule_id]
         return self.severity.get(rule.id) or self.severity.get(rule.symbol) or rule.severity
+
+
+def _selects(prefixes: tuple[str, ...], rule_id: str, symbol: str) -> bool:
+    """Whether any of ``prefixes`` (ids, id prefixes or symbol prefixes) names the rule."""
+    upper = rule_id.upper()
+    return any(upper.startswith(_full_id(p)) or symbol.startswith(p.lower()) for p in prefixes)
 
 
 def _full_id(prefix: str) -> str:

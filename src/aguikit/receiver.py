@@ -81,7 +81,7 @@ class _Object:
     closed: bool
     name: str
     """The schema definition (generated class) this plan describes."""
-    fields: dict[str, tuple[_Node, bool]] = attrs.field(factory=dict)
+    fields: dict[str, tuple[_Node, bool]]
     """Wire name -> (plan of the value, whether the member may be absent)."""
 
 
@@ -143,7 +143,7 @@ def _plan_class(cls: type) -> _Object:
     if plan is not None:
         return plan
     plan = _PLANS[cls] = _Object(
-        closed=bool(getattr(cls, "__wire_closed__", True)), name=cls.__name__
+        closed=bool(getattr(cls, "__wire_closed__", True)), name=cls.__name__, fields={}
     )
     hints = typing.get_type_hints(cls, vars(models))
     for field in attrs.fields(cls):
