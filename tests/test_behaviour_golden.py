@@ -67,6 +67,7 @@ import pytest
 from tests import corpus, hostile
 
 from aguikit import AguiError, ProtocolError, Session, to_wire
+from aguikit.changes import Record
 from aguikit.cli import main as cli_main
 from aguikit.transport.sse import iter_events
 
@@ -104,14 +105,15 @@ class Case:
 
 def _plain(obj: Any) -> dict[str, Any]:
     """
-    ``attrs.asdict`` of a flat record, enums as their string values.
+    The fields of a flat record (an attrs class, or a per-event ``Record``), enums as their
+    string values.
 
     Shallow on purpose: a subagent's ``result`` is hostile JSON that may nest thousands of
     levels, and ``attrs.asdict`` would recurse into it; the canonical encoder does not.
     """
+    fields = obj.as_dict() if isinstance(obj, Record) else attrs.asdict(obj, recurse=False)
     return {
-        key: value.value if isinstance(value, enum.Enum) else value
-        for key, value in attrs.asdict(obj, recurse=False).items()
+        key: value.value if isinstance(value, enum.Enum) else value for key, value in fields.items()
     }
 
 

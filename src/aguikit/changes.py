@@ -10,12 +10,22 @@ invocation.  These are plain values: the session pairs each with the event it ca
 
 from __future__ import annotations
 
+import types
 from enum import StrEnum
 from typing import Any, Final
 
 import attrs
+from attrs.exceptions import FrozenInstanceError
 
-__all__ = ["NOTHING", "ChangeKind", "Changed", "Subagent", "SubagentStatus", "What"]
+__all__ = [
+    "NOTHING",
+    "ChangeKind",
+    "Changed",
+    "Record",
+    "Subagent",
+    "SubagentStatus",
+    "What",
+]
 
 
 class What(StrEnum):
@@ -59,28 +69,129 @@ class ChangeKind(StrEnum):
     FAILED = "failed"
 
 
-@attrs.frozen(slots=False)
-class Changed:
+def compiled(function: object) -> bool:
+    """
+    Whether ``function`` (a function or method from Python source) runs compiled by mypyc:
+    a compiled module's functions are not Python function objects.  See ``docs/DESIGN.md``,
+    "The compiled core".
+    """
+    return not isinstance(function, types.FunctionType)
+
+
+class Record:
+    """
+    Base of the values built once per event (:class:`Changed`, the session's ``Update``):
+    immutable, compared, hashed, printed and pickled by value, like a frozen attrs class.
+
+    They are written by hand, not with attrs, because the hot path builds one or two per
+    event: compiled by mypyc, a hand-written class is a native one, built in a few dozen
+    nanoseconds, while an attrs class stays a Python class built through its Python
+    ``__init__`` (a third of the whole per-event cost of a text delta).  A subclass names
+    its fields in ``__match_args__``, refuses assignment in its own ``__setattr__`` and
+    ``__delattr__`` (raising :class:`attrs.exceptions.FrozenInstanceError`, as attrs' frozen
+    classes do), and sets its fields in ``__init__``: directly when compiled (a native
+    ``__init__`` writes its slots without ``__setattr__``, but only when no base class
+    defines one, hence not here), through the instance dict otherwise.
+    """
+
+    __match_args__: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__match_args__)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields by name, values as they are: what ``attrs.asdict(value, recurse=False)``
+        gave when these were attrs classes."""
+        return {name: getattr(self, name) for name in self.__match_args__}
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Record)
+        return self._values() == other._values()
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        return hash((self.__class__.__name__, *self._values()))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__match_args__)
+        return f"{self.__class__.__name__}({fields})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.__class__, self._values())
+
+
+class Changed(Record):
     """
     What one event changed, so a view can redraw one row.
 
     ``index`` is the message's position in :attr:`Applier.messages` (or the subagent's in
     :attr:`Applier.subagents`) at the time of the change; ``delta`` is the text a content
     or arguments event appended.
+
+    .. versionchanged:: 0.2.0  A hand-written immutable value (see :class:`Record`) rather
+       than an attrs class: :meth:`Record.as_dict` replaces ``attrs.asdict``.
     """
 
-    # Not slotted on purpose: one is built per event, and attrs initialises a frozen
-    # dict-backed instance by writing its __dict__ directly, about a third cheaper than
-    # going through object.__setattr__ slot by slot.
+    __match_args__: tuple[str, ...] = (
+        "what",
+        "kind",
+        "message_id",
+        "index",
+        "tool_call_id",
+        "subagent_run_id",
+        "delta",
+    )
 
-    what: What
-    kind: ChangeKind = ChangeKind.NONE
-    message_id: str | None = None
-    index: int | None = None
-    tool_call_id: str | None = None
-    subagent_run_id: str | None = None
-    delta: str | None = None
+    what: Final[What]
+    kind: Final[ChangeKind]
+    message_id: Final[str | None]
+    index: Final[int | None]
+    tool_call_id: Final[str | None]
+    subagent_run_id: Final[str | None]
+    delta: Final[str | None]
 
+    def __init__(
+        self,
+        what: What,
+        kind: ChangeKind = ChangeKind.NONE,
+        message_id: str | None = None,
+        index: int | None = None,
+        tool_call_id: str | None = None,
+        subagent_run_id: str | None = None,
+        delta: str | None = None,
+    ) -> None:
+        if _COMPILED:
+            self.what = what
+            self.kind = kind
+            self.message_id = message_id
+            self.index = index
+            self.tool_call_id = tool_call_id
+            self.subagent_run_id = subagent_run_id
+            self.delta = delta
+        else:
+            self.__dict__.update(
+                what=what,
+                kind=kind,
+                message_id=message_id,
+                index=index,
+                tool_call_id=tool_call_id,
+                subagent_run_id=subagent_run_id,
+                delta=delta,
+            )
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError()
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError()
+
+
+_COMPILED: Final = compiled(Changed.__init__)
 
 NOTHING: Final = Changed(What.NOTHING)
 

@@ -52,6 +52,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
 import attrs
+from attrs.exceptions import FrozenInstanceError
 
 from ._generated.models import (
     Event,
@@ -65,10 +66,10 @@ from ._generated.models import (
     RunStartedEvent,
 )
 from ._generated.registry import PROTOCOL_VERSION
-from ._guard import malformed_event
+from ._guard import check_delta, malformed_event
 from .apply import Applier
 from .catalogue import RULES_BY_SYMBOL, render_message
-from .changes import NOTHING, Changed, Subagent
+from .changes import NOTHING, Changed, Record, Subagent, compiled
 from .chunks import ChunkNormalizer
 from .errors import AguiError, PatchError, SchemaIssue
 from .limits import MAX_OPEN_ENTITIES, MAX_WARNINGS
@@ -85,8 +86,7 @@ LOGGER: Final = logging.getLogger("aguikit")
 _LIFECYCLE: Final = frozenset({RunStartedEvent, RunFinishedEvent, RunErrorEvent})
 
 
-@attrs.frozen
-class Update:
+class Update(Record):
     """
     One delivered event and what applying it changed: the unit a consumer acts on.
 
@@ -95,11 +95,27 @@ class Update:
     unknown event none); ``change`` says what applying it changed (a message appended,
     text grown, state replaced...), for a view that redraws only that.
     :meth:`Session.feed` returns one per delivered event and the HTTP client yields them as
-    they are.
+    they are.  An immutable value (a :class:`~aguikit.changes.Record`, built once per
+    event, so written by hand rather than with attrs).
     """
 
-    event: Event
-    change: Changed
+    __match_args__: tuple[str, ...] = ("event", "change")
+
+    event: Final[Event]
+    change: Final[Changed]
+
+    def __init__(self, event: Event, change: Changed) -> None:
+        if _COMPILED:
+            self.event = event
+            self.change = change
+        else:
+            self.__dict__.update(event=event, change=change)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError()
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError()
 
     @property
     def changes(self) -> tuple[Changed, ...]:
@@ -114,6 +130,9 @@ class Update:
             stacklevel=2,
         )
         return (self.change,)
+
+
+_COMPILED: Final = compiled(Update.__init__)
 
 
 @attrs.frozen
@@ -439,6 +458,21 @@ class Session:
         if not self._recover:
             self._error = error
 
+    def _check_error_text(self, event: RunErrorEvent, index: int | None) -> None:
+        """
+        The text a ``RUN_ERROR`` leaves in :attr:`runs`, checked before anything changes: a
+        trusted shape (``validate=False``) holding a non-string there is ``AGUI-V092``, as
+        in every stage, rather than a record holding it (or, compiled, a ``TypeError``).
+        """
+        try:
+            check_delta(event.message)
+            check_delta(event.code)
+        except TypeError as exc:
+            malformed = malformed_event(event, exc)
+            malformed.event_index = index
+            self._fail(malformed)
+            raise malformed from None
+
     def _record(self, event: Event, index: int | None) -> None:
         """Keep each run's outcome as its lifecycle events are delivered."""
         runs = self._runs
@@ -502,15 +536,17 @@ class Session:
         updates: list[Update] = []
         self._last = updates
         for item in events:
+            if type(item) is RunErrorEvent:
+                self._check_error_text(item, index)
             try:
                 change = applier.apply(item)
-            except PatchError as error:
-                error.event_index = index
+            except PatchError as failed:
+                failed.event_index = index
                 if self._raise_patch_errors:
                     raise
                 self._warn(
                     "patch-failed",
-                    render_message("AGUI-P001", target=error.target, detail=str(error)),
+                    render_message("AGUI-P001", target=failed.target, detail=str(failed)),
                 )
                 change = NOTHING
             except AguiError as error:
