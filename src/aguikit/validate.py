@@ -55,6 +55,7 @@ __all__ = [
     "suggest_event_type",
     "validate",
     "validate_event",
+    "validating_parser",
 ]
 
 _MAX_ISSUES: Final = 100
@@ -330,6 +331,30 @@ def raw_verdict(definition: str, *, strict: bool = True) -> Callable[[Any], bool
     """
     rust = _rust_validator(definition, strict)
     return None if rust is None else rust.is_valid
+
+
+def validating_parser(
+    verdict: Callable[[Any], bool], build: Callable[[Any, Any], Any], target: Any
+) -> Callable[[Any], Any | None]:
+    """
+    ``build(data, target)`` when ``verdict(data)`` holds, else ``None``: the fast half of
+    validate-then-parse as one call, for a hot loop.
+
+    ``verdict`` may be unguarded (:func:`raw_verdict`): a document it cannot read at all
+    (``NaN``, huge integers, deep nesting) is ``None`` too, for the explaining path to
+    decide.  A document the validator accepts cannot make a trusting ``build`` fail, so
+    ``build`` is not guarded.  Built here, a floor below the converter, because this module
+    is compiled (``docs/DESIGN.md``, "The compiled core") and the converter's is not.
+    """
+
+    def parse(data: Any) -> Any | None:
+        try:
+            valid = verdict(data)
+        except (ValueError, TypeError, OverflowError, RecursionError):
+            return None
+        return build(data, target) if valid else None
+
+    return parse
 
 
 @cache

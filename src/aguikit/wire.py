@@ -45,7 +45,7 @@ from .errors import (
     WireFormatError,
     short_repr,
 )
-from .validate import fast_check, raw_verdict, suggest_event_type
+from .validate import fast_check, raw_verdict, suggest_event_type, validating_parser
 from .validate import validate as _validate_definition
 
 __all__ = [
@@ -362,19 +362,8 @@ def parse_event(data: Mapping[str, Any], *, check: bool = True, strict: bool = F
 
 
 def _compile_parser(cls: type, strict: bool) -> Callable[[Mapping[str, Any]], Event | None]:
-    hook = _hook(cls)
     verdict = raw_verdict(cls.__name__, strict=strict) or _verdict(cls, strict)
-
-    def parse(data: Mapping[str, Any]) -> Event | None:
-        try:
-            valid = verdict(data)
-        except (ValueError, TypeError, OverflowError, RecursionError):
-            return None  # unreadable for the accelerator: the explaining path decides
-        # A document the validator accepts cannot make the trusting hook fail.
-        return typing.cast(Event, hook(data, cls)) if valid else None
-
-    parse.__qualname__ = f"parse_{cls.__name__}"
-    return parse
+    return validating_parser(verdict, _hook(cls), cls)
 
 
 _Parser = Callable[[Mapping[str, Any]], "Event | None"]
