@@ -10,7 +10,7 @@ from typing import Any
 import jsonpatch
 import jsonpointer
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from tests.strategies import chunk_form, conversations, explicit_form, json_values, split_texts
 
@@ -76,7 +76,7 @@ def test_text_split_anywhere_assembles_to_the_original(case: tuple[str, list[str
     assert text == applier.text_of("m")
 
 
-_keys = st.sampled_from(["a", "b", "0", "1", "-", "x~y", ""])
+_keys = st.sampled_from(["a", "b", "0", "1", "2", "-", "x~y", "", "01", "10", "\u00b2", "+1", " 1"])
 _pointers = st.lists(_keys, max_size=3).map(
     lambda parts: "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
 )
@@ -106,3 +106,33 @@ def test_patches_agree_with_jsonpatch_and_a_failed_one_changes_nothing(
         assert before == document
         return
     assert expected == apply_patch(document, patch)
+
+
+@given(json_values, _pointers)
+@example([1, [2, 3]], "/\u00b2")
+@example([1, [2, 3]], "/01")
+@example([1, [2, 3]], "/1/01")
+@example([1, [2, 3]], "/1/\u00b2")
+@example([1, [2, 3]], "/1/-")
+@example([1, [2, 3]], "/2")
+@example([1, [2, 3]], "/1/2/0")
+@example({"a": [0]}, "/a/ 1")
+@example({"a": [0]}, "a")
+def test_the_pointer_fast_paths_answer_as_jsonpointer_does(document: Any, pointer: str) -> None:
+    """aguikit's pointer (its own split, list and dict steps) resolves every path to what
+    jsonpointer resolves it to, and refuses exactly what jsonpointer refuses."""
+    from aguikit.patch import _Pointer
+
+    def outcome(make: Any) -> Any:
+        try:
+            ours = make(pointer)
+            return ("parts", ours.parts, "last", ours.to_last(document))
+        except jsonpointer.JsonPointerException as exc:
+            return ("refused", str(exc))
+
+    ours = outcome(_Pointer)
+    theirs = outcome(jsonpointer.JsonPointer)
+    assert theirs[0] == ours[0]
+    if theirs[0] == "parts":
+        assert theirs[1] == ours[1]
+        assert theirs[3][0] is ours[3][0] and theirs[3][1] == ours[3][1]

@@ -137,17 +137,57 @@ class _Pointer(jsonpointer.JsonPointer):
         if parts is not None:
             self.parts = list(parts)
             return
-        super().__init__(pointer)
+        if "~" not in pointer and pointer[:1] in _ROOTS:
+            # Nothing escaped: jsonpointer's parse is exactly this split.
+            self.parts = pointer.split("/")[1:]
+        else:
+            super().__init__(pointer)
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.clear()
         _PARSED[pointer] = tuple(self.parts)
 
+    def to_last(self, doc: Any) -> tuple[Any, Any]:
+        parts = self.parts
+        if not parts:
+            return doc, None
+        for part in parts[:-1]:
+            doc = self.walk(doc, part)
+        return doc, _step(doc, parts[-1])
+
     def walk(self, doc: Any, part: Any) -> Any:
-        if type(doc) is dict:
+        kind = type(doc)
+        if kind is dict:
             found = doc.get(part, UNSET)
             if found is not UNSET:
                 return found
+        elif kind is list:
+            index = _index(part)
+            if index is not None and index < len(doc):
+                return doc[index]
         return super().walk(doc, part)
+
+
+_ROOTS: Final = frozenset({"", "/"})
+
+
+def _index(part: Any) -> int | None:
+    """``part`` as a list index when it is one in jsonpointer's grammar (``0|[1-9][0-9]*``)."""
+    if type(part) is str and part.isascii() and part.isdigit() and (part == "0" or part[0] != "0"):
+        return int(part)
+    return None
+
+
+def _step(doc: Any, part: Any) -> Any:
+    """jsonpointer's ``get_part`` (the last step of a path, in its container's terms),
+    without its ``Mapping``/``Sequence`` checks for a plain dict or list."""
+    kind = type(doc)
+    if kind is dict or (kind is list and part == "-"):
+        return part
+    if kind is list:
+        index = _index(part)
+        if index is not None:
+            return index
+    return jsonpointer.JsonPointer.get_part(doc, part)
 
 
 def _prepared(ops: list[dict[str, Any]]) -> jsonpatch.JsonPatch:
