@@ -66,7 +66,7 @@ from ._generated.models import (
     RunStartedEvent,
 )
 from ._generated.registry import PROTOCOL_VERSION
-from ._guard import check_delta, malformed_event
+from ._guard import malformed_event
 from .apply import Applier
 from .catalogue import RULES_BY_SYMBOL, render_message
 from .changes import NOTHING, Changed, Record, Subagent, compiled
@@ -458,21 +458,6 @@ class Session:
         if not self._recover:
             self._error = error
 
-    def _check_error_text(self, event: RunErrorEvent, index: int | None) -> None:
-        """
-        The text a ``RUN_ERROR`` leaves in :attr:`runs`, checked before anything changes: a
-        trusted shape (``validate=False``) holding a non-string there is ``AGUI-V092``, as
-        in every stage, rather than a record holding it (or, compiled, a ``TypeError``).
-        """
-        try:
-            check_delta(event.message)
-            check_delta(event.code)
-        except TypeError as exc:
-            malformed = malformed_event(event, exc)
-            malformed.event_index = index
-            self._fail(malformed)
-            raise malformed from None
-
     def _record(self, event: Event, index: int | None) -> None:
         """Keep each run's outcome as its lifecycle events are delivered."""
         runs = self._runs
@@ -536,8 +521,6 @@ class Session:
         updates: list[Update] = []
         self._last = updates
         for item in events:
-            if type(item) is RunErrorEvent:
-                self._check_error_text(item, index)
             try:
                 change = applier.apply(item)
             except PatchError as failed:
