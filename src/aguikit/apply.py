@@ -48,6 +48,7 @@ from typing import Any, Final, TypeVar
 
 import attrs
 import cattrs
+from mypy_extensions import mypyc_attr
 
 from ._dispatch import complete
 from ._generated.models import (
@@ -165,6 +166,8 @@ def _text_message(message_id: str, role: str, name: str | None, owner: str | Non
     return AssistantMessage(id=message_id, content="", name=name, subagent_run_id=owner)
 
 
+# Subclassable from Python in the compiled build too (docs/DESIGN.md, "The compiled core").
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Applier:
     """
     The materialised view of a stream.

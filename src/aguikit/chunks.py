@@ -54,6 +54,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 import attrs
+from mypy_extensions import mypyc_attr
 
 from ._dispatch import complete
 from ._generated.models import (
@@ -213,6 +214,8 @@ def _with_content(
     return out
 
 
+# Subclassable from Python in the compiled build too (docs/DESIGN.md, "The compiled core").
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ChunkNormalizer:
     """
     Turns chunk events into the explicit events the rest of the protocol is written in.

@@ -44,6 +44,7 @@ from enum import Enum
 from typing import Any, Final, Literal, get_args, get_origin
 
 import attrs
+from mypy_extensions import mypyc_attr
 
 from ._deprecation import evolve_quietly
 from ._generated import models
@@ -373,6 +374,8 @@ class _NoParsers(dict[str, None]):
 _NO_PARSERS: Final = _NoParsers()
 
 
+# Subclassable from Python in the compiled build too (docs/DESIGN.md, "The compiled core").
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Receiver:
     """
     Applies the receiver's processing rules to one stream, an event at a time.

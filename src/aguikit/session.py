@@ -53,6 +53,7 @@ from typing import Any, Final, Literal
 
 import attrs
 from attrs.exceptions import FrozenInstanceError
+from mypy_extensions import mypyc_attr
 
 from ._generated.models import (
     Event,
@@ -183,6 +184,8 @@ class RunOutcome:
     """What an interrupted run waits on."""
 
 
+# Subclassable from Python in the compiled build too (docs/DESIGN.md, "The compiled core").
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Session:
     """
     Consume one AG-UI stream: feed events (typed or raw dicts), read messages and state.

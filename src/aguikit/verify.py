@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Mapping
 from operator import attrgetter
 from typing import Any, Final, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from ._generated.registry import EVENT_CLASSES
 from .errors import ProtocolError, TruncatedStreamError, short_repr
 from .limits import MAX_OPEN_ENTITIES
@@ -543,6 +545,8 @@ def _shown(value: Any) -> Any:
     return value if value is None or isinstance(value, str | int) else short_repr(value)
 
 
+# Subclassable from Python in the compiled build too (docs/DESIGN.md, "The compiled core").
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Verifier:
     """
     An ordering and attribution state machine over one stream, which may carry several
