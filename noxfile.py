@@ -12,6 +12,7 @@ so only ``tests`` reads them (they are pytest's); ``lint``, ``typecheck`` and
 from __future__ import annotations
 
 import shutil
+import tomllib
 from pathlib import Path
 
 import nox
@@ -41,6 +42,7 @@ ADK_PRODUCER = "ag-ui-adk==0.11.0"
 
 nox.options.sessions = [
     "tests",
+    "tests_compiled",
     "lint",
     "typecheck",
     "codegen_check",
@@ -63,7 +65,78 @@ def tests(session: nox.Session) -> None:
         session.run(
             "npm", "install", "--no-audit", "--no-fund", "--prefix", str(NODE), external=True
         )
-    session.run("pytest", *session.posargs)
+    session.run("pytest", *session.posargs, env={"AGUIKIT_BUILD": "pure"})
+
+
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+MYPYC = PYPROJECT["tool"]["hatch"]["build"]["targets"]["wheel"]["hooks"]["mypyc"]
+COMPILED: list[str] = [
+    p.removeprefix("/src/").removesuffix(".py").replace("/", ".") for p in MYPYC["include"]
+]
+"""The modules the compiled wheel compiles with mypyc (``aguikit.session``, ...): the one list
+lives in pyproject.toml, as hatch-mypyc's ``include``."""
+
+ASSERT_COMPILED = r"""
+import importlib, importlib.machinery, sys
+names = sys.argv[1:]
+suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+files = {n: importlib.import_module(n).__file__ for n in names}
+pure = [f"{n}: {f}" for n, f in files.items() if not f.endswith(suffixes)]
+if pure:
+    sys.exit("the compiled wheel did not compile these (mypyc fell back?):\n" + "\n".join(pure))
+print(f"compiled: {len(names)} modules, e.g. {files[names[0]]}")
+"""
+"""Exits non-zero naming every listed module that was imported from a ``.py`` file."""
+
+
+def compiled_wheel(session: nox.Session) -> Path:
+    """Build aguikit's compiled wheel (mypyc) into the session's tmp and return it.
+
+    Built by ``python -m build`` from the sdist it builds first, as a release is: the sdist's
+    unpacked copy takes hatch-mypyc's in-place ``.so`` files, never ``src/``, where a stale
+    one would shadow edited source.  A failed compile fails here (hatch-mypyc raises)."""
+    session.install("build")
+    out = Path(session.create_tmp()) / "dist"
+    shutil.rmtree(out, ignore_errors=True)
+    session.run(
+        "python",
+        "-m",
+        "build",
+        "--outdir",
+        str(out),
+        str(ROOT),
+        env={"HATCH_BUILD_HOOKS_ENABLE": "1"},
+    )
+    (wheel,) = out.glob("aguikit-*.whl")
+    if wheel.name.endswith("-none-any.whl"):
+        session.error(f"{wheel.name} is a pure wheel: the mypyc build hook did not run")
+    return wheel
+
+
+def install_compiled(session: nox.Session, *extras: str) -> None:
+    """Install the compiled wheel, non-editable, with ``extras``' dependencies, and the same
+    wheel again over any older one of the same version (a reused venv); then fail loudly if
+    any module of the list is not an extension module."""
+    wheel = compiled_wheel(session)
+    session.install(f"aguikit[{','.join(extras)}] @ {wheel.as_uri()}" if extras else str(wheel))
+    session.install("--force-reinstall", "--no-deps", str(wheel))
+    session.run("python", "-c", ASSERT_COMPILED, *COMPILED)
+
+
+@nox.session(tags=["check"])
+def tests_compiled(session: nox.Session) -> None:
+    """The whole suite again, against the compiled wheel installed as users get it.
+
+    The pure package and the compiled one are the same source; this proves the compiled one
+    behaves the same (``AGUIKIT_BUILD=compiled``: tests/test_build.py fails if the modules
+    imported are not the compiled ones).  Never skips: a failed compile fails the session."""
+    install_compiled(session, "test")
+    session.install("mypy", "types-jsonschema", "types-protobuf", DMCG, PROTOC)
+    if shutil.which("npm"):
+        session.run(
+            "npm", "install", "--no-audit", "--no-fund", "--prefix", str(NODE), external=True
+        )
+    session.run("pytest", *session.posargs, env={"AGUIKIT_BUILD": "compiled"})
 
 
 @nox.session(tags=["check"])
