@@ -614,8 +614,8 @@ class _Reader:
             raise Unreadable(f"--input {path} must hold a JSON object (a RunAgentInput)")
         try:
             body = prepare_input(raw)
-        except AguiError as exc:
-            raise Unreadable(f"--input is not a valid RunAgentInput: {exc}") from None
+        except AguiError as invalid:
+            raise Unreadable(f"--input is not a valid RunAgentInput: {invalid}") from None
         timeout = httpx.Timeout(config.timeout, connect=min(config.timeout, 10.0))
         decoder = SSEDecoder(source=self.spec, max_frame_bytes=config.max_frame_bytes)
 
@@ -811,13 +811,13 @@ class _Checker:
                 self.where = (exc.line, exc.frame, exc.byte_offset)
                 self.add(exc.rule or "AGUI-D002", "decode", exc.message, event=number + 1)
                 return
-            except TransportError as exc:
+            except TransportError as broken:
                 if not number:
                     raise  # nothing arrived: the source could not be read (exit 2)
                 # The connection broke mid-stream: what did arrive is judged, and the run it
                 # left open is reported as the consequence it is.
                 self.where = _NOWHERE
-                self.add(exc.rule, "transport", str(exc), event=number + 1)
+                self.add(broken.rule, "transport", str(broken), event=number + 1)
                 self.broken_at = self.broken_at or number + 1
             self.where = _NOWHERE
             if report.unreadable is not None or (
@@ -826,8 +826,9 @@ class _Checker:
                 return  # not a stream at all: nothing to say about how it ended
             try:
                 self.session.finish()
-            except ProtocolError as exc:
-                self.add(exc.rule or "AGUI-V006", "protocol", exc.message, consequence=True)
+            except ProtocolError as unfinished:
+                rule = unfinished.rule or "AGUI-V006"
+                self.add(rule, "protocol", unfinished.message, consequence=True)
             self.warnings(None, None)
             self.finish()
         except _Stop:
@@ -1066,11 +1067,17 @@ def check_source(
         checker.run(reader.events(), tick)
     except Unreadable as exc:
         report.unreadable = str(exc)
-    except TransportError as exc:
-        report.unreadable = str(exc)
-        if config.enabled(exc.rule):
+    except TransportError as broken:
+        report.unreadable = str(broken)
+        if config.enabled(broken.rule):
             report.add(
-                Finding(exc.rule, config.severity_of(exc.rule), "transport", exc.rule, str(exc))
+                Finding(
+                    broken.rule,
+                    config.severity_of(broken.rule),
+                    "transport",
+                    broken.rule,
+                    str(broken),
+                )
             )
     return report
 

@@ -195,11 +195,11 @@ def _loads_standard(
     else:
         try:
             text = bytes(data).decode("utf-8")
-        except UnicodeDecodeError as exc:
+        except UnicodeDecodeError as bad:
             if byte_offset is None:
-                message, at = f"invalid UTF-8 ({exc.reason})", exc.start
+                message, at = f"invalid UTF-8 ({bad.reason})", bad.start
             else:
-                message = f"invalid UTF-8 ({exc.reason}) at byte {byte_offset + exc.start}"
+                message = f"invalid UTF-8 ({bad.reason}) at byte {byte_offset + bad.start}"
                 at = byte_offset
             raise DecodeError(
                 message, rule=DECODE_RULES["utf8"], byte_offset=at, **_where(source, line, frame)
@@ -241,9 +241,9 @@ def _loads_standard(
             byte_offset=byte_offset if byte_offset is not None else 0,
             **_where(source, line, frame),
         ) from None
-    except ValueError as exc:  # NaN/Infinity, integers beyond the digit limit
+    except ValueError as refused:  # NaN/Infinity, integers beyond the digit limit
         raise DecodeError(
-            f"not valid JSON: {exc}",
+            f"not valid JSON: {refused}",
             rule=DECODE_RULES["json"],
             byte_offset=byte_offset if byte_offset is not None else 0,
             **_where(source, line, frame),
@@ -415,9 +415,9 @@ def iter_documents(
                 line=exc.lineno,
                 byte_offset=_offset(text, exc.pos),
             ) from None
-        except ValueError as exc:  # NaN/Infinity, integers beyond the digit limit
+        except ValueError as refused:  # NaN/Infinity, integers beyond the digit limit
             raise DecodeError(
-                f"not valid JSON: {exc}",
+                f"not valid JSON: {refused}",
                 rule=DECODE_RULES["json"],
                 source=source,
                 byte_offset=_offset(text, position),
