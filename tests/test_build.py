@@ -33,10 +33,10 @@ def _extensions(package: Path) -> set[str]:
     """The extension modules in an ``aguikit`` package directory, as ``aguikit/x`` paths."""
     found = set()
     for path in package.rglob("*"):
-        for suffix in SUFFIXES:
-            if path.name.endswith(suffix):
-                relative = path.relative_to(package.parent).as_posix()
-                found.add(relative.removesuffix(suffix))
+        # The most specific first: ``.cpython-311-x86_64-linux-gnu.so`` before ``.so``.
+        suffix = next((s for s in SUFFIXES if path.name.endswith(s)), None)
+        if suffix is not None:
+            found.add(path.relative_to(package.parent).as_posix().removesuffix(suffix))
     return found
 
 
