@@ -5,8 +5,8 @@ CI runs the default sessions (``nox``); ``bench`` and ``fuzz`` are opt-in becaus
 measure or search rather than check.  ``integrations`` installs pinned real AG-UI producers
 and judges their streams with ``aguikit.testing`` (``docs/producers.md`` lists findings).
 Arguments after ``--`` reach every selected session,
-so only ``tests`` reads them (they are pytest's); ``lint``, ``typecheck`` and
-``codegen_check`` run with fixed arguments and ignore them.
+so only ``tests`` and ``tests_compiled`` read them (they are pytest's); ``lint``,
+``typecheck`` and ``codegen_check`` run with fixed arguments and ignore them.
 """
 
 from __future__ import annotations
