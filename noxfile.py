@@ -5,13 +5,14 @@ CI runs the default sessions (``nox``); ``bench`` and ``fuzz`` are opt-in becaus
 measure or search rather than check.  ``integrations`` installs pinned real AG-UI producers
 and judges their streams with ``aguikit.testing`` (``docs/producers.md`` lists findings).
 Arguments after ``--`` reach every selected session,
-so only ``tests`` reads them (they are pytest's); ``lint``, ``typecheck`` and
-``codegen_check`` run with fixed arguments and ignore them.
+so only ``tests`` and ``tests_compiled`` read them (they are pytest's); ``lint``,
+``typecheck`` and ``codegen_check`` run with fixed arguments and ignore them.
 """
 
 from __future__ import annotations
 
 import shutil
+import tomllib
 from pathlib import Path
 
 import nox
@@ -41,6 +42,7 @@ ADK_PRODUCER = "ag-ui-adk==0.11.0"
 
 nox.options.sessions = [
     "tests",
+    "tests_compiled",
     "lint",
     "typecheck",
     "codegen_check",
@@ -63,7 +65,78 @@ def tests(session: nox.Session) -> None:
         session.run(
             "npm", "install", "--no-audit", "--no-fund", "--prefix", str(NODE), external=True
         )
-    session.run("pytest", *session.posargs)
+    session.run("pytest", *session.posargs, env={"AGUIKIT_BUILD": "pure"})
+
+
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+MYPYC = PYPROJECT["tool"]["hatch"]["build"]["targets"]["wheel"]["hooks"]["mypyc"]
+COMPILED: list[str] = [
+    p.removeprefix("/src/").removesuffix(".py").replace("/", ".") for p in MYPYC["include"]
+]
+"""The modules the compiled wheel compiles with mypyc (``aguikit.session``, ...): the one list
+lives in pyproject.toml, as hatch-mypyc's ``include``."""
+
+ASSERT_COMPILED = r"""
+import importlib, importlib.machinery, sys
+names = sys.argv[1:]
+suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+files = {n: importlib.import_module(n).__file__ for n in names}
+pure = [f"{n}: {f}" for n, f in files.items() if not f.endswith(suffixes)]
+if pure:
+    sys.exit("the compiled wheel did not compile these (mypyc fell back?):\n" + "\n".join(pure))
+print(f"compiled: {len(names)} modules, e.g. {files[names[0]]}")
+"""
+"""Exits non-zero naming every listed module that was imported from a ``.py`` file."""
+
+
+def compiled_wheel(session: nox.Session) -> Path:
+    """Build aguikit's compiled wheel (mypyc) into the session's tmp and return it.
+
+    Built by ``python -m build`` from the sdist it builds first, as a release is: the sdist's
+    unpacked copy takes hatch-mypyc's in-place ``.so`` files, never ``src/``, where a stale
+    one would shadow edited source.  A failed compile fails here (hatch-mypyc raises)."""
+    session.install("build")
+    out = Path(session.create_tmp()).resolve() / "dist"
+    shutil.rmtree(out, ignore_errors=True)
+    session.run(
+        "python",
+        "-m",
+        "build",
+        "--outdir",
+        str(out),
+        str(ROOT),
+        env={"HATCH_BUILD_HOOKS_ENABLE": "1"},
+    )
+    (wheel,) = out.glob("aguikit-*.whl")
+    if wheel.name.endswith("-none-any.whl"):
+        session.error(f"{wheel.name} is a pure wheel: the mypyc build hook did not run")
+    return wheel
+
+
+def install_compiled(session: nox.Session, *extras: str) -> None:
+    """Install the compiled wheel, non-editable, with ``extras``' dependencies, and the same
+    wheel again over any older one of the same version (a reused venv); then fail loudly if
+    any module of the list is not an extension module."""
+    wheel = compiled_wheel(session)
+    session.install(f"{wheel}[{','.join(extras)}]" if extras else str(wheel))
+    session.install("--force-reinstall", "--no-deps", str(wheel))
+    session.run("python", "-c", ASSERT_COMPILED, *COMPILED)
+
+
+@nox.session(tags=["check"])
+def tests_compiled(session: nox.Session) -> None:
+    """The whole suite again, against the compiled wheel installed as users get it.
+
+    The pure package and the compiled one are the same source; this proves the compiled one
+    behaves the same (``AGUIKIT_BUILD=compiled``: tests/test_build.py fails if the modules
+    imported are not the compiled ones).  Never skips: a failed compile fails the session."""
+    install_compiled(session, "test")
+    session.install("mypy", "types-jsonschema", "types-protobuf", DMCG, PROTOC)
+    if shutil.which("npm"):
+        session.run(
+            "npm", "install", "--no-audit", "--no-fund", "--prefix", str(NODE), external=True
+        )
+    session.run("pytest", *session.posargs, env={"AGUIKIT_BUILD": "compiled"})
 
 
 @nox.session(tags=["check"])
@@ -140,11 +213,18 @@ def codegen_check(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
-    """Benchmarks (µs per event, throughput, memory); never asserts on time."""
-    session.install("-e", ".[test]")
+    """Benchmarks (µs per event, throughput, memory); never asserts on time.
+
+    They measure the build users get, the compiled wheel installed non-editable; then
+    bench_session.py runs again against the pure package (src/ first on ``PYTHONPATH``), so
+    both builds' numbers print, each under its ``build:`` line."""
+    install_compiled(session, "test")
     scripts = session.posargs or sorted(str(p) for p in BENCH.glob("bench_*.py"))
     for script in scripts:
         session.run("python", script)
+    for script in scripts:
+        if Path(script).name == "bench_session.py":
+            session.run("python", script, env={"PYTHONPATH": str(ROOT / "src")})
 
 
 @nox.session(default=False)

@@ -30,8 +30,10 @@ What is printed:
    and the baseline RSS, so the share of the wall time that is start-up can be read off
    (the "excl. start-up" column); the target is on the end-to-end number.
 
-The last line is ``BENCH_SESSION_JSON {...}``: every number above and the environment
-(Python, aguikit's path and commit, load average), for a script comparing two runs.
+The header names the build measured (``build: compiled (mypyc)`` or ``build: pure Python``,
+from the file ``aguikit.session`` was imported from; ``nox -s bench`` measures both).  The
+last line is ``BENCH_SESSION_JSON {...}``: every number above and the environment (Python,
+aguikit's path, commit and build, load average), for a script comparing two runs.
 
 Method:
 
@@ -60,6 +62,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.machinery
 import json
 import os
 import platform
@@ -470,9 +473,19 @@ def environment() -> dict[str, Any]:
         "aguikit_version": getattr(aguikit, "__version__", None),
         "aguikit_path": str(Path(aguikit.__file__).resolve().parent),
         "aguikit_commit": commit,
+        "build": build(),
         "loadavg_start": os.getloadavg(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+
+
+def build() -> str:
+    """Which aguikit is measured: the compiled wheel's extension modules or the ``.py`` files
+    (docs/DESIGN.md, "The compiled core"), told by the file ``aguikit.session`` came from."""
+    import aguikit.session
+
+    compiled = aguikit.session.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+    return "compiled (mypyc)" if compiled else "pure Python"
 
 
 def main() -> None:
@@ -502,6 +515,7 @@ def main() -> None:
     env["check_bytecode_cache"] = args.pyc
     print(f"aguikit {env['aguikit_version']} from {env['aguikit_path']} ({env['aguikit_commit']})")
     print(f"Python {env['python']} on {env['platform']}, {env['cpus']} CPUs")
+    print(f"build: {env['build']}")
     results: dict[str, Any] = {"environment": env}
     if not args.only_check:
         results["corpus"] = corpus_section(args.turns, args.repeat)

@@ -83,6 +83,39 @@ def test_the_tests_session_hands_its_arguments_to_pytest(monkeypatch: pytest.Mon
     assert [] == [run for run in session.runs[:-1] if run[:2] != ("npm", "install")]
 
 
+class _Builder(_Recorder):
+    """A recorder whose ``python -m build`` leaves a compiled wheel's name in ``--outdir``."""
+
+    def __init__(self, posargs: list[str], tmp: Path) -> None:
+        super().__init__(posargs)
+        self.tmp = tmp
+
+    def create_tmp(self) -> str:
+        return str(self.tmp)
+
+    def run(self, *args: str, **kwargs: Any) -> None:
+        super().run(*args, **kwargs)
+        if args[:3] == ("python", "-m", "build"):
+            out = Path(args[args.index("--outdir") + 1])
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "aguikit-0.1.0-cp311-cp311-linux_x86_64.whl").touch()
+
+
+def test_the_compiled_tests_session_hands_its_arguments_to_pytest(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Built, installed and checked compiled without them, then pytest with them."""
+    session = _Builder(["-k", "foo"], tmp_path)
+
+    _noxfile(monkeypatch).tests_compiled(session)
+
+    assert ("pytest", "-k", "foo") == session.runs[-1]
+    assert [] == [run for run in session.runs[:-1] if "-k" in run or "foo" in run]
+    assert [("-m", "build"), ("-c",)] == [
+        run[1 : 3 if run[1] == "-m" else 2] for run in session.runs if run[0] == "python"
+    ]
+
+
 @pytest.mark.skipif(shutil.which("bash") is None, reason="./dev is a bash script")
 def test_dev_test_with_arguments_runs_the_checks_bare_and_pytest_with_them(
     tmp_path: Path,
@@ -97,6 +130,6 @@ def test_dev_test_with_arguments_runs_the_checks_bare_and_pytest_with_them(
 
     subprocess.run(["bash", str(tmp_path / "dev"), "test", "--", "-k", "foo"], check=True)
 
-    assert ["-s lint typecheck codegen_check", "-s tests -- -k foo"] == (
+    assert ["-s lint typecheck codegen_check", "-s tests tests_compiled -- -k foo"] == (
         log.read_text(encoding="utf-8").splitlines()
     )

@@ -30,6 +30,7 @@ from tests.redis_server import redis_server
 from tests.resume_app import make_app
 from tests.servers import free_port, read_then_hang_up, serve_asgi, wait_listening
 
+import aguikit
 from aguikit import Agent, AgentClient, Session
 from aguikit.errors import TruncatedStreamError
 from aguikit.proto import MEDIA_TYPE, encode_proto_frame
@@ -303,7 +304,9 @@ def _workers(redis: str, count: int, **extra: str) -> Iterator[list[str]]:
     env = {
         **os.environ,
         "AGUIKIT_TEST_REDIS": redis,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+        # The aguikit this process imported (src/, or the installed compiled wheel), then
+        # the checkout for tests.resume_app.
+        "PYTHONPATH": os.pathsep.join([str(Path(aguikit.__file__).parent.parent), str(ROOT)]),
         **extra,
     }
     ports = [free_port() for _ in range(count)]

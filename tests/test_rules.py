@@ -130,12 +130,12 @@ def test_a_row_missing_a_rule_for_a_check_fails_the_table_check(
         _check_with(monkeypatch, bad)
 
 
-def test_a_duplicate_rule_id_fails_the_catalogue_check(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_duplicate_rule_id_fails_the_catalogue_check() -> None:
     """Rule ids are stable and unique across the one catalogue."""
-    monkeypatch.setattr(catalogue, "RULES", (*RULES, attrs.evolve(RULES[0], symbol="other")))
+    duplicated = (*RULES, attrs.evolve(RULES[0], symbol="other"))
 
     with pytest.raises(catalogue.CatalogueError, match="duplicate rule id 'AGUI-V001'"):
-        catalogue._check_catalogue()
+        catalogue._check_catalogue(duplicated)
 
 
 def test_a_row_naming_an_unknown_hook_fails_compilation(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -338,3 +338,23 @@ def test_keep_text_false_holds_no_more_memory_for_a_longer_conversation() -> Non
 
     assert held[True] > 2_000_000
     assert held[False] < 200_000
+
+
+@pytest.mark.parametrize(
+    "bad", [{"message": {"type": 1}}, {"message": "down", "code": 7}], ids=["message", "code"]
+)
+def test_a_trusted_run_error_with_a_non_text_field_is_malformed_and_changes_nothing(
+    bad: dict[str, Any],
+) -> None:
+    """``validate=False`` trusts the shape; a RUN_ERROR whose message or code is not text
+    (no wire document could hold one) fails as ``AGUI-V092`` before it is recorded, in both
+    builds: the compiled one's typed run record would otherwise raise a bare TypeError."""
+    session = Session(validate=False)
+    session.feed({"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
+    before = session.runs
+
+    with pytest.raises(ProtocolError) as caught:
+        session.feed({"type": "RUN_ERROR", "message": "down", **bad})
+
+    assert caught.value.rule == "AGUI-V092"
+    assert session.runs == before

@@ -929,6 +929,14 @@ class Applier:
         return Changed(What.RUN, ChangeKind.RUN_FINISHED)
 
     def _run_error(self, event: RunErrorEvent) -> Changed:
+        # The session records message and code as text (Session.runs): an event the boundary
+        # trusted (validate=False) holding anything else is malformed here, before anything
+        # changes, in both builds (the compiled one would refuse it only when recording).
+        message, code = event.message, event.code
+        if not isinstance(message, str):
+            raise TypeError(f"message must be a string, not {type(message).__name__}")
+        if code is not None and not isinstance(code, str):
+            raise TypeError(f"code must be a string, not {type(code).__name__}")
         return Changed(What.RUN, ChangeKind.RUN_ERROR)
 
     def _subagent_change(self, index: int, kind: ChangeKind) -> Changed:

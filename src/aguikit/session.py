@@ -535,10 +535,10 @@ class Session:
                     render_message("AGUI-P001", target=failed.target, detail=str(failed)),
                 )
                 change = NOTHING
-            except AguiError as error:
+            except AguiError as fatal:
                 # Only a shape the boundary trusted (validate=False) gets here: fatal.
-                error.event_index = index
-                self._fail(error)
+                fatal.event_index = index
+                self._fail(fatal)
                 raise
             if type(item) in _LIFECYCLE:
                 self._record(item, index)
