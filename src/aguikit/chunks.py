@@ -136,7 +136,6 @@ _NOUN: Final = {
 }
 
 
-@attrs.define
 class _Stream:
     """
     A stream in flight; at most one per owner.
@@ -144,7 +143,8 @@ class _Stream:
     ``owed`` says whether this normalizer synthesized the opener and therefore owes the end.
     ``fields`` holds what the opener established (role/name, toolCallName/parentMessageId)
     so a repeating continuation can be judged; ``None`` when the stream was opened by an
-    explicit content event and nothing was established.
+    explicit content event and nothing was established.  (A plain class: one is built per
+    stream, and compiled it is a native one, where an attrs class would stay Python.)
     """
 
     kind: _Kind
@@ -152,6 +152,20 @@ class _Stream:
     owner: str | None
     owed: bool
     fields: dict[str, str | None] | None
+
+    def __init__(
+        self,
+        kind: _Kind,
+        id: str,
+        owner: str | None,
+        owed: bool,
+        fields: dict[str, str | None] | None,
+    ) -> None:
+        self.kind = kind
+        self.id = id
+        self.owner = owner
+        self.owed = owed
+        self.fields = fields
 
 
 @attrs.frozen
