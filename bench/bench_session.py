@@ -11,7 +11,8 @@ Targets (printed next to the numbers, never asserted):
   flat over one long message and over one long conversation;
 * ``aguikit check FILE``, end to end in a subprocess, reads at least 100,000 events/s of
   the "chat + tools" JSONL stream, and its peak RSS stays flat in the file's length (the
-  same stream at 1x and 3x the length).
+  same stream at 1x and 3x the length; and the 1x turns carrying 4x the text, which is what
+  must stay flat: what grows with more turns is the ids the rules must remember).
 
 What is printed:
 
@@ -300,14 +301,18 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def write_stream(path: Path, count: int) -> dict[str, int]:
+def write_stream(path: Path, count: int, stretch: int = 1) -> dict[str, int]:
+    """The chat + tools stream of about ``count`` events; ``stretch`` writes each text delta
+    that many times, so the same turns carry that much more text."""
     events = text = 0
     with path.open("w", encoding="utf-8") as fp:
         for event in chat_and_tools(count):
-            fp.write(line(event) + "\n")
-            events += 1
-            if event["type"] in ("TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS"):
-                text += len(event["delta"])
+            times = stretch if event["type"] == "TEXT_MESSAGE_CONTENT" else 1
+            for _ in range(times):
+                fp.write(line(event) + "\n")
+                events += 1
+                if event["type"] in ("TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS"):
+                    text += len(event["delta"])
     return {"events": events, "bytes": path.stat().st_size, "conversation_text_bytes": text}
 
 
@@ -388,9 +393,10 @@ def check_section(events: int, repeat: int, directory: Path) -> dict[str, Any]:
     )
     print(header)
     runs = []
-    for size in (events, 3 * events):
-        path = directory / f"chat-tools-{size}.jsonl"
-        info = write_stream(path, size)
+    # 1x; 3x the turns; the 1x turns with 4x the text (each text delta written four times).
+    for size, stretch in ((events, 1), (3 * events, 1), (events, 4)):
+        path = directory / f"chat-tools-{size}-{stretch}.jsonl"
+        info = write_stream(path, size, stretch)
         time_loads_file(path)  # warm-up: the file into the page cache
         checks: list[dict[str, Any]] = []
         loads_s: list[float] = []
@@ -407,6 +413,7 @@ def check_section(events: int, repeat: int, directory: Path) -> dict[str, Any]:
         peak = statistics.median(c["peak_rss_kib"] for c in checks)
         run = {
             **info,
+            "text_stretch": stretch,
             "wall_s": summary([c["wall_s"] for c in checks]),
             "cpu_s": summary([c["cpu_s"] for c in checks]),
             "events_per_s": info["events"] / wall,
@@ -430,14 +437,26 @@ def check_section(events: int, repeat: int, directory: Path) -> dict[str, Any]:
             f" {run['ratio_check_to_loads']:>7.1f}x  {checks[-1]['exit']}"
         )
     growth = runs[1]["peak_rss_kib"]["median"] / runs[0]["peak_rss_kib"]["median"]
+    text_growth = runs[2]["peak_rss_kib"]["median"] / runs[0]["peak_rss_kib"]["median"]
     over_base = [(r["peak_rss_kib"]["median"] - base_rss) / 1024 for r in runs]
     text = [r["conversation_text_bytes"] / 2**20 for r in runs]
     print(
         f"   peak RSS 3x/1x: {growth:.2f} (over start-up: {over_base[0]:.1f} -> "
         f"{over_base[1]:.1f} MiB; conversation text {text[0]:.1f} -> {text[1]:.1f} MiB)"
     )
+    print(
+        f"   peak RSS, the 1x turns with 4x the text / 1x: {text_growth:.2f} (over start-up: "
+        f"{over_base[0]:.1f} -> {over_base[2]:.1f} MiB; conversation text {text[0]:.1f} -> "
+        f"{text[2]:.1f} MiB, file {runs[2]['bytes'] / runs[0]['bytes']:.1f}x)"
+    )
+    per_turn = (runs[1]["peak_rss_kib"]["median"] - runs[0]["peak_rss_kib"]["median"]) * 1024
+    turns = (runs[1]["events"] - runs[0]["events"]) / 29  # bench_transport: 29 events a turn
+    print(
+        f"   what grows with the turns: {per_turn / turns:,.0f} bytes per turn of new message and"
+        " tool-call ids (the id rules must remember every id)"
+    )
     print(f"   target >= {CHECK_TARGET_EVENTS_PER_S:,} events/s end to end, peak RSS flat")
-    print(f"   {runs[-1]['summary']}")
+    print(f"   {runs[1]['summary']}")
     return {
         "repeat": repeat,
         "startup_wall_s": summary([r["wall_s"] for r in base]),
@@ -445,6 +464,7 @@ def check_section(events: int, repeat: int, directory: Path) -> dict[str, Any]:
         "startup_peak_rss_kib": base_rss,
         "runs": runs,
         "peak_rss_ratio_3x_to_1x": growth,
+        "peak_rss_ratio_4x_text_to_1x": text_growth,
     }
 
 
