@@ -672,7 +672,7 @@ def test_the_pointer_memory_is_bounded_against_ever_new_paths() -> None:
     from aguikit import patch
 
     document: Any = {}
-    for n in range(patch._PARSED_MAX + 50):
-        document = apply_patch(document, [{"op": "add", "path": f"/k{n}", "value": n}])
+    for n in range(patch._PARSED_MAX + 50):  # escaped paths: the ones it remembers
+        document = apply_patch(document, [{"op": "add", "path": f"/k~0{n}", "value": n}])
     assert len(patch._PARSED) <= patch._PARSED_MAX
     assert len(document) == patch._PARSED_MAX + 50

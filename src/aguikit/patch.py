@@ -111,7 +111,8 @@ def _describe_failure(exc: Exception) -> str:
 
 
 _PARSED: Final[dict[str, tuple[str, ...]]] = {}
-"""Pointer strings already parsed, to their unescaped parts (see :class:`_Pointer`)."""
+"""Pointer strings with escapes already parsed, to their unescaped parts (see
+:class:`_Pointer`)."""
 
 _PARSED_MAX: Final = 4096
 """Distinct paths remembered; past it the memory starts over (a hostile stream of ever new
@@ -120,28 +121,29 @@ paths costs a parse each, as without the memory, and never grows it)."""
 
 class _Pointer(jsonpointer.JsonPointer):
     """
-    jsonpointer's pointer, parsed once per distinct path, walking plain dicts directly.
+    jsonpointer's pointer, parsed without its regexes, stepping through plain dicts and
+    lists directly.
 
-    A state stream patches the same few paths over and over (``/turn``, ``/rows/3/name``),
-    and :mod:`jsonpatch` builds a fresh pointer for every operation: parsing it (escape
-    check, split, unescape) and then walking each dict through ``isinstance`` checks against
-    the ``Mapping`` ABC cost more than the change itself.  This is the ``pointer_cls``
-    extension point jsonpatch offers for exactly that; the semantics stay jsonpointer's:
-    a path is parsed by jsonpointer the first time, each pointer gets its own list of the
-    parts, and anything but a plain dict holding the member falls back to jsonpointer's own
-    walk, with its errors.
+    :mod:`jsonpatch` builds a fresh pointer for every operation: parsing it (escape check,
+    split, unescape) and then stepping through each container with ``isinstance`` checks
+    against the ``Mapping`` and ``Sequence`` ABCs cost more than the change itself.  This is
+    the ``pointer_cls`` extension point jsonpatch offers for exactly that; the semantics stay
+    jsonpointer's: a path with nothing escaped is exactly its split, one with escapes is
+    parsed by jsonpointer the first time and remembered, each pointer gets its own list of
+    the parts, and anything but a plain dict or list holding the step falls back to
+    jsonpointer's own walk, with its errors.
     """
 
     def __init__(self, pointer: str) -> None:
+        if "~" not in pointer and pointer[:1] in _ROOTS:
+            # Nothing escaped: jsonpointer's parse is exactly this split.
+            self.parts = pointer.split("/")[1:]
+            return
         parts = _PARSED.get(pointer)
         if parts is not None:
             self.parts = list(parts)
             return
-        if "~" not in pointer and pointer[:1] in _ROOTS:
-            # Nothing escaped: jsonpointer's parse is exactly this split.
-            self.parts = pointer.split("/")[1:]
-        else:
-            super().__init__(pointer)
+        super().__init__(pointer)
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.clear()
         _PARSED[pointer] = tuple(self.parts)
