@@ -58,6 +58,10 @@ __all__ = [
     "validating_parser",
 ]
 
+_UNREADABLE: Final = (ValueError, TypeError, OverflowError, RecursionError)
+"""What jsonschema-rs raises on a document it cannot convert at all (``NaN``, integers past
+its range, deep nesting): no verdict, so the explaining path decides."""
+
 _MAX_ISSUES: Final = 100
 """A hostile document can fail a keyword per element; a report stops counting here."""
 
@@ -222,7 +226,7 @@ def _issues(
         try:
             if rust is not None and rust.is_valid(instance):
                 return
-        except (ValueError, TypeError, OverflowError, RecursionError):
+        except _UNREADABLE:
             pass
         yield SchemaIssue(prefix, "depth", "document is nested too deeply to validate", "")
         return
@@ -316,7 +320,7 @@ def is_valid(data: Any, definition: str = "Event", *, strict: bool = True) -> bo
     if rust is not None:
         try:
             return bool(rust.is_valid(data))
-        except (ValueError, TypeError, OverflowError, RecursionError):
+        except _UNREADABLE:
             pass  # data jsonschema-rs cannot convert (NaN, huge ints, deep nesting)
     return next(iter_schema_errors(data, member, strict=strict), None) is None
 
@@ -344,13 +348,13 @@ def validating_parser(
     (``NaN``, huge integers, deep nesting) is ``None`` too, for the explaining path to
     decide.  A document the validator accepts cannot make a trusting ``build`` fail, so
     ``build`` is not guarded.  Built here, a floor below the converter, because this module
-    is compiled (``docs/DESIGN.md``, "The compiled core") and the converter's is not.
+    is compiled (``docs/DESIGN.md``, "The hot core is compiled") and the converter's is not.
     """
 
     def parse(data: Any) -> Any | None:
         try:
             valid = verdict(data)
-        except (ValueError, TypeError, OverflowError, RecursionError):
+        except _UNREADABLE:
             return None
         return build(data, target) if valid else None
 
@@ -375,7 +379,7 @@ def fast_check(definition: str, *, strict: bool = True) -> Callable[[Any], bool]
     def guarded(data: Any) -> bool:
         try:
             return bool(check(data))
-        except (ValueError, TypeError, OverflowError, RecursionError):
+        except _UNREADABLE:
             return False
 
     return guarded
