@@ -501,7 +501,7 @@ def environment() -> dict[str, Any]:
 
 def build() -> str:
     """Which aguikit is measured: the compiled wheel's extension modules or the ``.py`` files
-    (docs/DESIGN.md, "The compiled core"), told by the file ``aguikit.session`` came from."""
+    (docs/DESIGN.md, "The hot core is compiled"), told by the file ``aguikit.session`` came from."""
     import aguikit.session
 
     compiled = aguikit.session.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))

@@ -1,7 +1,7 @@
 """
 Which aguikit the suite is testing: the pure package or the compiled one, whole, never a mix.
 
-The compiled wheel (docs/DESIGN.md, "The compiled core") compiles the modules listed in
+The compiled wheel (docs/DESIGN.md, "The hot core is compiled") compiles the modules listed in
 pyproject.toml (hatch-mypyc's ``include``) with mypyc; the same source is the pure package.
 The suite runs against both (``nox -s tests`` and ``nox -s tests_compiled``, which set
 ``AGUIKIT_BUILD``), so these tests make sure each run tests the build it claims to: a

@@ -166,7 +166,7 @@ def _text_message(message_id: str, role: str, name: str | None, owner: str | Non
     return AssistantMessage(id=message_id, content="", name=name, subagent_run_id=owner)
 
 
-# Subclassable from Python in the compiled build too (docs/DESIGN.md, "The compiled core").
+# Subclassable from Python in the compiled build too (docs/DESIGN.md, "The hot core is compiled").
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Applier:
     """

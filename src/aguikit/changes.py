@@ -73,7 +73,7 @@ def compiled(function: object) -> bool:
     """
     Whether ``function`` (a function or method from Python source) runs compiled by mypyc:
     a compiled module's functions are not Python function objects.  See ``docs/DESIGN.md``,
-    "The compiled core".
+    "The hot core is compiled, from the same source".
     """
     return not isinstance(function, types.FunctionType)
 

@@ -228,7 +228,7 @@ def _with_content(
     return out
 
 
-# Subclassable from Python in the compiled build too (docs/DESIGN.md, "The compiled core").
+# Subclassable from Python in the compiled build too (docs/DESIGN.md, "The hot core is compiled").
 @mypyc_attr(allow_interpreted_subclasses=True)
 class ChunkNormalizer:
     """

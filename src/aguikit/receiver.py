@@ -374,7 +374,7 @@ class _NoParsers(dict[str, None]):
 _NO_PARSERS: Final = _NoParsers()
 
 
-# Subclassable from Python in the compiled build too (docs/DESIGN.md, "The compiled core").
+# Subclassable from Python in the compiled build too (docs/DESIGN.md, "The hot core is compiled").
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Receiver:
     """

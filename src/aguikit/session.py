@@ -184,7 +184,7 @@ class RunOutcome:
     """What an interrupted run waits on."""
 
 
-# Subclassable from Python in the compiled build too (docs/DESIGN.md, "The compiled core").
+# Subclassable from Python in the compiled build too (docs/DESIGN.md, "The hot core is compiled").
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Session:
     """

@@ -545,7 +545,7 @@ def _shown(value: Any) -> Any:
     return value if value is None or isinstance(value, str | int) else short_repr(value)
 
 
-# Subclassable from Python in the compiled build too (docs/DESIGN.md, "The compiled core").
+# Subclassable from Python in the compiled build too (docs/DESIGN.md, "The hot core is compiled").
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Verifier:
     """
