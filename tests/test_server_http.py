@@ -286,6 +286,58 @@ def test_a_reconnect_within_the_grace_keeps_the_run_and_its_drop_starts_the_wind
     assert 0.45 <= waited < 5
 
 
+class _Stubborn:
+    """A handler that loses the first cancellation it is sent (as a library swallowing
+    one would) and goes on writing; the second one ends it."""
+
+    def __init__(self) -> None:
+        self.lost = threading.Event()
+        self.ended = threading.Event()
+
+    async def __call__(self, run_input: RunAgentInput, run: RunWriter) -> None:
+        async with run.text_message() as message:
+            while True:
+                try:
+                    await message.write("token ")
+                    await asyncio.sleep(0.005)
+                except asyncio.CancelledError:
+                    if self.lost.is_set():
+                        self.ended.set()
+                        raise
+                    self.lost.set()
+
+
+def test_a_run_nobody_follows_is_cancelled_again_when_a_cancellation_was_lost() -> None:
+    """The grace watch keeps watching until the run has ended, not until it cancelled it
+    once: a lost cancellation must not leave an abandoned run going on for ever."""
+    stubborn = _Stubborn()
+    with serve_asgi(create_app(stubborn, resume_grace=0.5)) as url:
+        read_then_hang_up(url + "/", BODY)
+        assert stubborn.lost.wait(10)
+        assert stubborn.ended.wait(10)
+
+
+def test_a_failing_look_at_the_readers_does_not_end_the_grace_watch() -> None:
+    """A log whose count of readers fails once (a broken pooled connection) still has its
+    abandoned run cancelled: the watch looks again."""
+    from aguikit.server.eventlog import MemoryEventLog
+
+    class Flaky(MemoryEventLog):
+        failures = 0
+
+        async def readers(self, run_id: str) -> int:
+            if not Flaky.failures:
+                Flaky.failures += 1
+                raise ConnectionError("the pooled connection broke")
+            return await super().readers(run_id)
+
+    endless = Endless()
+    with serve_asgi(create_app(endless, event_log=Flaky(), resume_grace=0.5)) as url:
+        read_then_hang_up(url + "/", BODY)
+        assert endless.cancelled.wait(10)
+    assert 1 == Flaky.failures
+
+
 @pytest.mark.parametrize("media_type", ["application/jsonl", "application/vnd.ag-ui.event+proto"])
 def test_with_the_default_log_a_framing_without_ids_gets_no_grace(media_type: str) -> None:
     """JSONL and protobuf answers cannot be resumed: a disconnect cancels at once."""

@@ -403,24 +403,31 @@ class _LoggedRun:
             _detach(self._watch())
 
     async def _watch(self) -> None:
+        # Watches until the run has ended, not until it was cancelled once: a cancellation
+        # a library swallows (asyncio.wait_for's lost cancellation in Python 3.11, say)
+        # must not leave a run nobody follows going on for ever, so it is cancelled again
+        # at each look.  A look that hangs or fails (a broken pooled connection) ends
+        # nothing either: the next look starts afresh.
         alone_since: float | None = None
+        cancelled = False
         while not self.task.done():
             wait = _POLL
             try:
-                # Bounded: a look that hangs (a broken pooled connection, say) must not
-                # keep a run alive; the next look starts afresh.
                 readers = await asyncio.wait_for(self.log.readers(self.run_id), 3 * _POLL)
-            except TimeoutError:
-                LOGGER.warning("run %r: counting its readers timed out", self.run_id)
+            except Exception as exc:
+                LOGGER.warning("run %r: counting its readers failed: %r", self.run_id, exc)
+                await asyncio.sleep(_POLL)
                 continue
             if not readers:
                 now = time.monotonic()
                 alone_since = now if alone_since is None else alone_since
                 wait = alone_since + self.grace - now
                 if wait <= 0:
-                    LOGGER.info("run %r cancelled: no reader for %s s", self.run_id, self.grace)
+                    if not cancelled:
+                        LOGGER.info("run %r cancelled: no reader for %s s", self.run_id, self.grace)
+                    cancelled = True
                     self.task.cancel()
-                    return
+                    wait = _POLL
             else:
                 alone_since = None
             await asyncio.sleep(min(wait, _POLL))
