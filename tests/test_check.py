@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import tracemalloc
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,18 @@ import pytest
 from hypothesis import given
 from tests.servers import Route, serve
 from tests.strategies import legal_streams
+from tests.support import (
+    run_finished,
+    run_started,
+    state_delta,
+    state_snapshot,
+    text_message,
+    tool_call_args,
+    tool_call_end,
+    tool_call_result,
+    tool_call_start,
+    write_jsonl,
+)
 
 from aguikit.catalogue import RULES_BY_ID, Severity
 from aguikit.checker import CheckConfig, check_bytes, check_source
@@ -631,3 +645,55 @@ def test_progress_hears_of_every_1024th_event_and_the_findings_keep_their_lines(
     (empty,) = report.findings
     assert ("AGUI-K003", 3003, 3003) == (empty.rule, empty.event, empty.line)
     assert sum(len(line.encode()) for line in lines[:3002]) == empty.byte_offset
+
+
+def _chat_and_tools(turns: int, text: int = 1) -> Iterator[dict[str, Any]]:
+    """``bench/bench_session.py``'s check stream: each turn a streamed message, a tool call
+    with its result and a state delta; ``text`` writes every fragment that many times."""
+    yield run_started()
+    yield state_snapshot({"turn": 0})
+    for n in range(turns):
+        prose = f"token of message {n}, with some ordinary prose around it. " * text
+        yield from text_message(f"m{n}", *(f"{i} {prose}" for i in range(20)))
+        yield tool_call_start(f"c{n}", "search")
+        yield tool_call_args(f"c{n}", '{"query": "weather", ')
+        yield tool_call_args(f"c{n}", '"limit": 5}')
+        yield tool_call_end(f"c{n}")
+        yield tool_call_result(f"c{n}", f"t{n}", '{"results": [1, 2, 3]}')
+        yield state_delta([{"op": "replace", "path": "/turn", "value": n}])
+    yield run_finished()
+
+
+def test_check_memory_does_not_follow_the_text_and_grows_only_by_what_each_turn_names(
+    tmp_path: Path,
+) -> None:
+    """
+    Issue 9's "memory flat in file length", held to by allocation, not by timing: the peak
+    of what ``check`` allocates is no higher when every turn carries four times the text
+    (the file is 2.2x longer), and three times the turns add at most 2,000 bytes a turn:
+    the turn's message, its tool call with the message that carries it, and the result,
+    without their text (about 1,330 bytes measured, both builds), which K001/K002 and the
+    applier's index must remember for the rest of the run.  Keeping the text, or a record
+    per event, breaks one bound or the other.
+    """
+    turns = 400
+    files = {
+        "1x": write_jsonl(tmp_path / "1x.jsonl", _chat_and_tools(turns)),
+        "3x turns": write_jsonl(tmp_path / "3x.jsonl", _chat_and_tools(3 * turns)),
+        "4x text": write_jsonl(tmp_path / "text.jsonl", _chat_and_tools(turns, text=4)),
+    }
+    check_source(str(files["1x"]), CheckConfig())  # schemas and parsers built once
+    peak: dict[str, int] = {}
+    for name, path in files.items():
+        tracemalloc.start()
+        try:
+            report = check_source(str(path), CheckConfig())
+            peak[name] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert not report.findings, (name, report.findings[:3])
+
+    assert files["4x text"].stat().st_size > 2 * files["1x"].stat().st_size
+    assert peak["4x text"] - peak["1x"] < 256 * 1024, peak
+    per_turn = (peak["3x turns"] - peak["1x"]) / (2 * turns)
+    assert 500 < per_turn < 2_000, peak

@@ -15,9 +15,10 @@ live here; every judgement is the library's.  Each event goes through one
 :class:`aguikit.Session`, which validates it once (collecting the strict schema issues it
 finds on the way) and verifies and applies it; a live endpoint is fetched through the same
 HTTP path as :class:`aguikit.client.AgentClient`.  Input is
-streamed - memory is bounded by the ids the conversation names and the messages open at
-once, never by the file size or the text (the checker's session has ``keep_text=False``)
-- and plain text is printed, with ANSI colour only when standard output is a terminal.
+streamed - memory follows the messages and tool calls the conversation names (their
+skeletons and ids, about 1.3 KB for a turn of a message, a tool call and its result),
+never the file size or the text (the checker's session has ``keep_text=False``) - and
+plain text is printed, with ANSI colour only when standard output is a terminal.
 
 Deliberately absent: watching a live agent over several runs, and rich/TUI rendering
 (no dependency beyond the library's own).
