@@ -452,10 +452,13 @@ def check_section(events: int, repeat: int, directory: Path) -> dict[str, Any]:
     per_turn = (runs[1]["peak_rss_kib"]["median"] - runs[0]["peak_rss_kib"]["median"]) * 1024
     turns = (runs[1]["events"] - runs[0]["events"]) / 29  # bench_transport: 29 events a turn
     print(
-        f"   what grows with the turns: {per_turn / turns:,.0f} bytes per turn of new message and"
-        " tool-call ids (the id rules must remember every id)"
+        f"   what grows with the turns: {per_turn / turns:,.0f} bytes per turn for the three"
+        " messages and the call it adds (ids and skeletons, no text: the id rules remember them)"
     )
-    print(f"   target >= {CHECK_TARGET_EVENTS_PER_S:,} events/s end to end, peak RSS flat")
+    print(
+        f"   target >= {CHECK_TARGET_EVENTS_PER_S:,} events/s end to end, peak RSS flat in the"
+        " text (4x text / 1x)"
+    )
     print(f"   {runs[1]['summary']}")
     return {
         "repeat": repeat,
