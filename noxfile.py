@@ -53,18 +53,26 @@ nox.options.sessions = [
 nox.options.reuse_existing_virtualenvs = True
 
 
-@nox.session(tags=["check"])
-def tests(session: nox.Session) -> None:
-    """Unit, property and conformance tests (the official corpus is read from ../shared)."""
-    # mypy and dmcg too: the typing tests run mypy, the codegen tests regenerate.
-    session.install("-e", ".[test]", "mypy", "types-jsonschema", "types-protobuf", DMCG, PROTOC)
-    # The official @ag-ui/proto (oracle of tests/test_proto_official.py) and @ag-ui/client
-    # (the integration tests) into the gitignored tests/node/node_modules; CI sets
-    # AGUIKIT_REQUIRE_NODE so they cannot skip.
+TEST_TOOLS = ("mypy", "types-jsonschema", "types-protobuf", DMCG, PROTOC)
+"""What the suite needs beside the ``test`` extra: the typing tests run mypy, the codegen
+tests regenerate."""
+
+
+def install_node_packages(session: nox.Session) -> None:
+    """The official @ag-ui/proto (oracle of tests/test_proto_official.py) and @ag-ui/client
+    (the integration tests) into the gitignored tests/node/node_modules; CI sets
+    AGUIKIT_REQUIRE_NODE so they cannot skip."""
     if shutil.which("npm"):
         session.run(
             "npm", "install", "--no-audit", "--no-fund", "--prefix", str(NODE), external=True
         )
+
+
+@nox.session(tags=["check"])
+def tests(session: nox.Session) -> None:
+    """Unit, property and conformance tests (the official corpus is read from ../shared)."""
+    session.install("-e", ".[test]", *TEST_TOOLS)
+    install_node_packages(session)
     session.run("pytest", *session.posargs, env={"AGUIKIT_BUILD": "pure"})
 
 
@@ -131,11 +139,8 @@ def tests_compiled(session: nox.Session) -> None:
     behaves the same (``AGUIKIT_BUILD=compiled``: tests/test_build.py fails if the modules
     imported are not the compiled ones).  Never skips: a failed compile fails the session."""
     install_compiled(session, "test")
-    session.install("mypy", "types-jsonschema", "types-protobuf", DMCG, PROTOC)
-    if shutil.which("npm"):
-        session.run(
-            "npm", "install", "--no-audit", "--no-fund", "--prefix", str(NODE), external=True
-        )
+    session.install(*TEST_TOOLS)
+    install_node_packages(session)
     session.run("pytest", *session.posargs, env={"AGUIKIT_BUILD": "compiled"})
 
 
