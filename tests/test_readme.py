@@ -141,11 +141,17 @@ def test_the_readme_pytest_file_runs_as_written(pytester: pytest.Pytester) -> No
     assert (pytester.path / "agui_traces" / "weather.jsonl").exists()
 
 
-def _command_block() -> list[str]:
-    """The README's block of ``aguikit`` commands, one command a line, comments dropped."""
+def _sh_block(first: str) -> list[str]:
+    """The README's ``sh`` block starting with ``first``, one command a line, comments
+    dropped."""
     blocks = re.findall(r"```sh\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
-    (block,) = [b for b in blocks if b.startswith("aguikit ")]
+    (block,) = [b for b in blocks if b.startswith(first)]
     return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def _command_block() -> list[str]:
+    """The README's block of ``aguikit`` commands."""
+    return _sh_block("aguikit ")
 
 
 def test_every_command_of_the_readme_runs_as_written(tmp_path: Path) -> None:
@@ -174,3 +180,47 @@ def test_every_command_of_the_readme_runs_as_written(tmp_path: Path) -> None:
         )
         assert 0 == done.returncode, f"{command}: {done.stdout}{done.stderr}"
     assert (tmp_path / "stream.pb").stat().st_size > 0  # convert wrote what it said
+
+
+def test_the_readme_build_block_builds_and_installs_the_compiled_wheel_as_written(
+    tmp_path: Path,
+) -> None:
+    """
+    The "Install" section's build commands, run as written in a copy of this checkout's
+    tracked files with a fresh virtual environment first on ``PATH`` (a compile of about a
+    minute and a half); the README's own "which build" snippet, run by that environment's
+    Python, then names the compiled build.
+    """
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
+    checkout = tmp_path / "aguikit"
+    for name in filter(None, listed.stdout.decode("utf-8").split("\0")):
+        if (ROOT / name).is_file():  # a tracked file deleted in the working tree is gone
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, checkout / name)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env |= {"PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", "VIRTUAL_ENV": str(venv)}
+    commands = _sh_block("pip install build")
+
+    assert any("HATCH_BUILD_HOOKS_ENABLE=1" in command for command in commands)
+    for command in commands:
+        done = subprocess.run(
+            command, shell=True, cwd=checkout, env=env, capture_output=True, text=True, timeout=900
+        )
+        assert 0 == done.returncode, f"{command}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+    (snippet,) = [block for block in python_blocks() if "EXTENSION_SUFFIXES" in block]
+    shown = subprocess.run(
+        [str(bin_dir / "python"), "-c", snippet],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert "aguikit build: compiled (mypyc)\n" == shown.stdout, shown.stderr
