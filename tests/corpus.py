@@ -20,7 +20,10 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = Path(os.environ.get("AGUIKIT_REFERENCE", REPO.parent / "shared" / "reference"))
 UPSTREAM_SPEC = REFERENCE / "upstream" / "spec"
-DRAFT_SCHEMA = UPSTREAM_SPEC / "draft" / "schema.json"
+OFFICIAL_SCHEMA = REFERENCE / "upstream" / "docs" / "spec" / "1.1" / "schema.json"
+"""The normative AG-UI 1.1 specification's bundled schema, authoritative for structure."""
+OFFICIAL_FIXTURES = UPSTREAM_SPEC / "1.1" / "fixtures"
+"""Where upstream keeps the 1.1 schema's fixture documents (only ``MANIFEST.txt`` is stored)."""
 
 
 @attrs.frozen

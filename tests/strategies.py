@@ -12,7 +12,9 @@ with no strategy to update.
 On top of it: :func:`documents` (the wire dicts), :func:`events` (any event), JSON values
 that survive a JSON round trip unchanged (no NaN, integers within +-(2**53 - 1)), and
 :func:`mutation_sites` / :func:`mutate`, which break a valid document in one place so a
-test can check that the validator names that place.
+test can check that the validator names that place.  :func:`schema_documents` derives
+valid documents from a schema's text alone (the official 1.1 file), and :func:`breakages`
+breaks any JSON document in one place without knowing its schema.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ import datetime
 import functools
 import json
 import math
+import re
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import Enum
 from typing import Any, Final, Literal, get_args, get_origin
 
@@ -530,6 +533,245 @@ def _apply(obj: Any, site: Site, kind: str) -> Mutation:
 def mutations(obj_strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Mutation]:
     """One mutation of one drawn instance."""
     return obj_strategy.flatmap(lambda obj: st.sampled_from(mutations_of(obj)))
+
+
+# --------------------------------------------------------------------------- any schema's documents
+#
+# :func:`instances` derives documents from aguikit's generated classes, so it cannot test
+# aguikit's schema against another one: a member the classes lack is never drawn.  This
+# derives valid documents from a JSON Schema document itself (the official 1.1 schema), over
+# the keyword vocabulary that schema uses, and breaks them in one place without knowing the
+# schema at all.  A keyword outside the vocabulary stops generation, naming it, so a newer
+# schema cannot be half-generated in silence.
+
+SCHEMA_ANNOTATIONS: Final = frozenset(
+    {"$anchor", "$comment", "$id", "$schema", "$defs", "title", "description", "default"}
+    | {"examples", "deprecated", "x-open", "x-since"}
+)
+"""Keywords that never change a verdict: generation ignores them."""
+
+SCHEMA_VOCABULARY: Final = frozenset(
+    {"$ref", "allOf", "oneOf", "not", "const", "enum", "type", "properties", "required"}
+    | {"additionalProperties", "unevaluatedProperties", "items", "minItems", "minimum"}
+    | {"maximum", "pattern", "contentEncoding"}
+)
+"""The validating keywords :func:`schema_documents` generates for."""
+
+_REGEX_TOKENS: Final = re.compile(r"\\.|\[(?:\\.|[^\]\\])*\]|\$|\((?!\?)")
+"""An escape, a character class, ``$``, or an opening capturing group."""
+
+
+def ecma_regex(pattern: str, *, capturing: bool = True) -> str:
+    """
+    A JSON Schema ``pattern`` (ECMA-262) as a Python regex: ``$`` outside a character class
+    is ``\\Z``, because ECMA's ``$`` never matches before a final newline and Python's does.
+    ``capturing=False`` also makes every group non-capturing, which matches the same strings
+    and lets hypothesis's ``from_regex`` skip its group bookkeeping (a tenth of a second a
+    draw for the JSON pointer pattern).
+    """
+    swap = {"$": r"\Z", "(": "(" if capturing else "(?:"}
+    return _REGEX_TOKENS.sub(lambda m: swap.get(m.group(), m.group()), pattern)
+
+
+class _SchemaDocuments:
+    """Strategies for the definitions of one schema document, built once per node."""
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        self.defs: dict[str, Any] = root["$defs"]
+        self.built: dict[str, st.SearchStrategy[Any]] = {}
+
+    def definition(self, name: str) -> st.SearchStrategy[Any]:
+        if name not in self.built:
+            self.built[name] = st.deferred(lambda: self.node(self.defs[name]))
+        return self.built[name]
+
+    def target(self, ref: str) -> Any:
+        if not ref.startswith("#/$defs/"):
+            raise TypeError(f"no strategy for the reference {ref!r}")
+        return self.defs[ref.removeprefix("#/$defs/")]
+
+    def parts(self, node: Any) -> list[Any]:
+        """``node`` as the conjunction it is: its own keywords, its ``$ref`` and ``allOf``."""
+        own = {k: v for k, v in node.items() if k not in ("$ref", "allOf")}
+        out = [own]
+        for part in ([{"$ref": node["$ref"]}] if "$ref" in node else []) + node.get("allOf", []):
+            out += self.parts(self.target(part["$ref"]) if set(part) == {"$ref"} else part)
+        return out
+
+    def node(self, node: Any) -> st.SearchStrategy[Any]:
+        if node is True or node == {}:
+            return json_values
+        if node is False:
+            return st.nothing()
+        unknown = set(node) - SCHEMA_VOCABULARY - SCHEMA_ANNOTATIONS
+        if unknown:
+            raise TypeError(f"no strategy for the keywords {sorted(unknown)}")
+        parts = [
+            {k: v for k, v in p.items() if k not in SCHEMA_ANNOTATIONS} for p in self.parts(node)
+        ]
+        merged = self.merge([p for p in parts if p])
+        if merged.get("type") == "object" or "properties" in merged:
+            return self.mapping(merged)
+        if "oneOf" in merged:
+            if len(merged) > 1:
+                raise TypeError(f"no strategy for oneOf beside {sorted(set(merged) - {'oneOf'})}")
+            return st.one_of([self.node(branch) for branch in merged["oneOf"]])
+        return self.value(merged)
+
+    @staticmethod
+    def merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
+        """The keywords of a conjunction; ``properties`` and ``required`` accumulate, a
+        ``const`` narrows an ``enum`` or ``type``, any other repeated keyword must agree."""
+        out: dict[str, Any] = {}
+        for part in parts:
+            for key, value in part.items():
+                if key == "properties":
+                    props = out.setdefault("properties", {})
+                    for name, schema in value.items():
+                        props[name] = [*props.get(name, []), schema]
+                elif key == "required":
+                    out["required"] = sorted(set(out.get("required", [])) | set(value))
+                elif key in out and out[key] != value:
+                    raise TypeError(f"no strategy for {key!r} given twice: {out[key]!r}, {value!r}")
+                else:
+                    out[key] = value
+        return out
+
+    def member(self, schemas: list[Any]) -> st.SearchStrategy[Any]:
+        return self.node(schemas[0] if len(schemas) == 1 else {"allOf": schemas})
+
+    def mapping(self, node: dict[str, Any]) -> st.SearchStrategy[Any]:
+        props: dict[str, list[Any]] = node.get("properties", {})
+        required = set(node.get("required", []))
+        closed = node.get("unevaluatedProperties") is False
+        closed |= node.get("additionalProperties") is False
+        extra = (
+            st.dictionaries(json_text.filter(lambda k: k not in props), json_values, max_size=2)
+            if not closed
+            else st.just({})
+        )
+        fixed = {name: self.member(props[name]) for name in props if name in required}
+        optional = {name: self.member(props[name]) for name in props if name not in required}
+        documents = st.fixed_dictionaries(fixed, optional=optional)
+        return st.tuples(extra, documents).map(lambda pair: {**pair[0], **pair[1]})
+
+    def value(self, node: dict[str, Any]) -> st.SearchStrategy[Any]:
+        if "const" in node:
+            return st.just(node["const"])
+        if "enum" in node:
+            return st.sampled_from(node["enum"])
+        if node.get("not") == {"type": "null"} and set(node) == {"not"}:
+            return json_non_null
+        if "not" in node:
+            raise TypeError(f"no strategy for not: {node['not']!r}")
+        kind = node.get("type")
+        if kind == "string":
+            if "pattern" in node:
+                return st.from_regex(
+                    ecma_regex(node["pattern"]), alphabet=st.characters(codec="utf-8")
+                )
+            return base64_text if node.get("contentEncoding") == "base64" else json_text
+        if kind == "integer":
+            return integers_for(node)
+        if kind == "number":
+            return numbers_for(node)
+        if kind == "boolean":
+            return st.booleans()
+        if kind == "null":
+            return st.none()
+        if kind == "array":
+            items = self.node(node.get("items", True))
+            low = node.get("minItems", 0)
+            return st.lists(items, min_size=low, max_size=max(low, 3))
+        if kind is None:
+            return json_values
+        raise TypeError(f"no strategy for type {kind!r}")
+
+
+_SCHEMAS: dict[int, tuple[dict[str, Any], _SchemaDocuments]] = {}
+"""Per schema document (kept alive here, so its ``id`` is not reused): its strategies."""
+
+
+def schema_documents(root: dict[str, Any], definition: str) -> st.SearchStrategy[Any]:
+    """
+    Documents valid against ``root``'s definition ``definition``, derived from the schema
+    text alone (no generated class involved): required members always, optional ones at
+    random, undeclared members on objects the schema leaves open.
+
+    Raises:
+        TypeError: (on drawing) the definition uses a keyword outside
+            :data:`SCHEMA_VOCABULARY`, or a composition this generator does not model.
+    """
+    if id(root) not in _SCHEMAS:
+        _SCHEMAS[id(root)] = (root, _SchemaDocuments(root))
+    return _SCHEMAS[id(root)][1].definition(definition)
+
+
+_OTHER_KINDS: Final = (None, True, 0, 0.5, -1, MAX_SAFE_INT + 1, "", "\n", "zzNotAKnown", [], {})
+"""What a value is replaced by: every JSON kind, plus values just outside the schema's usual
+bounds (a negative count, an unsafe integer, a fraction, an empty or unknown name) and a lone
+newline (where regex dialects disagree about ``$``)."""
+
+
+def _rebuilt(node: Any, path: tuple[Any, ...], change: Callable[[Any], list[Any]]) -> Any:
+    """``node`` with the value at ``path`` replaced by the values ``change(value)`` returns
+    (none deletes it, two double an array item); everything off the path is shared."""
+    if not path:
+        (only,) = change(node)
+        return only
+    key = path[0]
+    if len(path) > 1:
+        change = functools.partial(lambda rest, f, v: [_rebuilt(v, rest, f)], path[1:], change)
+    if isinstance(node, dict):
+        out = dict(node)
+        values = change(out.pop(key))
+        return {k: (values[0] if k == key else v) for k, v in node.items() if k != key or values}
+    items = list(node)
+    items[key : key + 1] = change(items[key])
+    return items
+
+
+def _locations(node: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    yield path, node
+    children = (
+        node.items()
+        if isinstance(node, dict)
+        else enumerate(node)
+        if isinstance(node, list)
+        else ()
+    )
+    for key, child in children:
+        yield from _locations(child, (*path, key))
+
+
+def _changes(path: tuple[Any, ...], value: Any) -> list[Callable[[Any], list[Any]]]:
+    out: list[Callable[[Any], list[Any]]] = [
+        functools.partial(lambda o, _: [o], other)
+        for other in _OTHER_KINDS
+        if not (type(other) is type(value) and other == value)
+    ]
+    if isinstance(value, dict):
+        out.append(lambda v: [{**v, "zzUnknownMember": 1}])
+    if path:
+        out.append(lambda _: [])
+    if path and isinstance(path[-1], int):
+        out.append(lambda v: [v, v])
+    return out
+
+
+def breakages(document: Any) -> st.SearchStrategy[Any]:
+    """
+    ``document`` broken in one place, knowing no schema: at a drawn location, the value
+    replaced by one of :data:`_OTHER_KINDS` it is not, a member or array item deleted, an
+    array item doubled, or an undeclared member added to an object.  The original is
+    not touched.
+    """
+    locations = list(_locations(document))
+    return st.sampled_from(locations).flatmap(
+        lambda spot: st.sampled_from(_changes(*spot)).map(
+            lambda change: _rebuilt(document, spot[0], change)
+        )
+    )
 
 
 # --------------------------------------------------------------------------- legal streams

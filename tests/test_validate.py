@@ -277,3 +277,22 @@ def test_the_accelerated_verdict_equals_the_python_verdict_on_mutated_events(
 ) -> None:
     """Through the 36-way ``Event`` union too, where dispatch comes into play."""
     _assert_backends_agree(mutation.document, "Event")
+
+
+def test_a_pattern_is_read_as_ecma_262_reads_it_so_a_final_newline_is_not_the_end() -> None:
+    """
+    JSON Schema's ``pattern`` is ECMA-262, where ``$`` matches only at the end of the text;
+    Python's also matches before a final newline, which made the explanation accept ``"\\n"``
+    as a JSON pointer while jsonschema-rs (and the official suite's ajv) rejected it, and
+    ``validate_event`` trusted the explanation.  A newline inside a segment stays legal.
+    """
+    delta = {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "\n"}]}
+
+    assert not is_valid("\n", "JsonPointer")
+    assert ["pattern"] == [i.keyword for i in iter_schema_errors("\n", "JsonPointer")]
+    assert [] == list(iter_schema_errors("/\n", "JsonPointer"))
+    with pytest.raises(SchemaValidationError) as caught:
+        validate_event(delta)
+    assert ["/delta/0/path"] == [i.pointer for i in caught.value.issues]
+    if HAS_RS:
+        _assert_backends_agree(delta, "Event")

@@ -26,6 +26,7 @@ kept by the wire converter), while every declared member must still be well-form
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from importlib import resources
@@ -114,6 +115,38 @@ def _definition_schema(definition: str, strict: bool) -> dict[str, Any]:
     }
 
 
+_ECMA_END: Final = re.compile(r"\\.|\[(?:\\.|[^\]\\])*\]|\$")
+"""An escape, a character class, or a ``$`` outside both: the one anchor whose meaning differs
+between ECMA-262 (the dialect JSON Schema names for ``pattern``) and Python's ``re``."""
+
+
+@cache
+def _ecma_regex(pattern: str) -> re.Pattern[str]:
+    """
+    ``pattern`` read as ECMA-262 reads it, compiled for Python: ``$`` becomes ``\\Z``.
+
+    In ECMA-262 (and so in jsonschema-rs and in ajv, the validator of upstream's schema
+    suite) ``$`` matches only at the end of the text; Python's ``$`` also matches before a
+    final newline, so ``jsonschema`` alone accepts ``"\\n"`` as a JSON pointer.
+    """
+    return re.compile(_ECMA_END.sub(lambda m: r"\Z" if m.group() == "$" else m.group(), pattern))
+
+
+def _ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    """The ``pattern`` keyword with ECMA-262's anchors, so the explanation and the verdict agree."""
+    from jsonschema.exceptions import ValidationError
+
+    if validator.is_type(instance, "string") and _ecma_regex(pattern).search(instance) is None:
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+@cache
+def _explaining_class(base: Any) -> Any:
+    import jsonschema.validators
+
+    return jsonschema.validators.extend(base, {"pattern": _ecma_pattern})  # type: ignore[no-untyped-call]
+
+
 @cache
 def _python_validator(definition: str, strict: bool) -> jsonschema.protocols.Validator:
     # jsonschema explains a failure; a valid stream never needs it, so a command that reads
@@ -121,8 +154,9 @@ def _python_validator(definition: str, strict: bool) -> jsonschema.protocols.Val
     import jsonschema.validators
 
     schema = _definition_schema(definition, strict)
-    cls = jsonschema.validators.validator_for(schema)
-    return cls(schema)
+    cls = _explaining_class(jsonschema.validators.validator_for(schema))
+    validator: jsonschema.protocols.Validator = cls(schema)
+    return validator
 
 
 @cache
