@@ -148,7 +148,14 @@ class RunResult:
     new_message_ids: tuple[str, ...] = attrs.field(default=(), eq=False, repr=False)
 
     def text(self) -> str:
-        """The assistant's text from this run's messages, joined by blank lines."""
+        """
+        The text of this run's assistant messages, in order, joined by a blank line.
+
+        A run that speaks, calls a tool and speaks again sends two messages; joined by
+        ``"\\n\\n"`` they read as the two paragraphs a UI shows them as.  Messages
+        with no text (a tool call alone) add nothing; the conversation before the run (a
+        :class:`Conversation`'s earlier turns) is not included.
+        """
         parts: list[str] = []
         for message in self._new_messages():
             is_text = isinstance(message, AssistantMessage) and isinstance(message.content, str)
