@@ -429,6 +429,7 @@ def test_checking_a_valid_stream_loads_only_what_it_uses(tmp_path: Path) -> None
         "concurrent.futures.process",  # --jobs
         "importlib.metadata",  # --version, the versioned formats
         "xml.sax.saxutils",  # --format junit
+        "hashlib",  # --format sarif (its fingerprints)
         "aguikit.reference",  # aguikit rules
         "httpx",  # a URL source
         "aguikit.proto",  # a protobuf source

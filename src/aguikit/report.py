@@ -21,7 +21,6 @@ here decides what is wrong, only how to say it:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -287,6 +286,8 @@ def _fingerprint(finding: Finding, uri: str, seen: dict[str, int]) -> str:
     ids are minted afresh on every run, and an alert that changed with them would be
     closed and reopened by every new recording of the same bug.
     """
+    import hashlib  # only the SARIF report needs it: not at start-up
+
     key = "\x1f".join(
         (finding.rule, finding.code, finding.event_type or "", finding.pointer or "", uri)
     )
