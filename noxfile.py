@@ -177,7 +177,9 @@ def integrations_adk(session: nox.Session) -> None:
 def demo(session: nox.Session) -> None:
     """The main job on the bundled example: `aguikit check` and `aguikit replay` (aguikit demo)."""
     session.install("-e", ".")
-    session.run("aguikit", "demo", *session.posargs)
+    # As `python -m aguikit`: the demo then prints its commands under this environment's
+    # interpreter, by absolute path, since a user's shell has no `aguikit` of nox's.
+    session.run("python", "-m", "aguikit", "demo", *session.posargs)
 
 
 @nox.session(tags=["check"])

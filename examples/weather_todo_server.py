@@ -14,6 +14,7 @@ runs a subagent (a packing assistant) and asks the frontend to run a tool
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 
 from aguikit.server import EventWriter, RunAgentInput, RunWriter, create_app
@@ -81,6 +82,21 @@ async def stream_words(run: EventWriter, text: str) -> str:
     return message.id
 
 
+async def call_streaming(
+    run: EventWriter, name: str, arguments: dict[str, object], *, parent_message_id: str
+) -> str:
+    """
+    A tool call whose JSON arguments arrive four characters at a time, as a model streams
+    them (``TOOL_CALL_ARGS`` per piece: a client parses them while they stream), tied to
+    the assistant message that announced it; returns the call's id.
+    """
+    text = json.dumps(arguments)
+    async with run.tool_call(name, parent_message_id=parent_message_id) as call:
+        for start in range(0, len(text), 4):
+            await call.args(text[start : start + 4])
+    return call.id
+
+
 async def agent(run_input: RunAgentInput, run: RunWriter) -> None:
     state = dict(run_input.state) if isinstance(run_input.state, dict) else {}
     todos = list(state.get("todos", []))
@@ -97,7 +113,7 @@ async def agent(run_input: RunAgentInput, run: RunWriter) -> None:
         await thinking.think(f"The user asks about {city}; check the weather, then the list.")
 
     said = await stream_words(run, f"Let me check the weather in {city}. ")
-    call = await run.call_tool("get_weather", {"city": city}, parent_message_id=said)
+    call = await call_streaming(run, "get_weather", {"city": city}, parent_message_id=said)
     forecast = await get_weather(city)
     await run.tool_result(call, forecast)
 

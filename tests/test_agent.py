@@ -95,6 +95,7 @@ def test_subscribers_see_text_so_far_and_partial_tool_arguments() -> None:
         assert text.endswith(delta)
     assert ("get_weather", {"city": "Paris"}) in seen["end"]
     assert seen["args"][-1] == {"city": "Paris"}
+    assert {"city": "Pa"} in seen["args"]  # the example streams them: parsed half-written
     assert seen["hooks"][0] == "started" and seen["hooks"][-1] == "finished"
     assert "state" in seen["hooks"]
 

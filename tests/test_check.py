@@ -285,9 +285,9 @@ def test_junit_has_one_testcase_per_source_and_run(tmp_path: Path) -> None:
 
     assert 1 == code
     assert {
-        (str(good), "run 1 r1"): False,
-        (str(good), "run 2 r2"): False,
-        (str(bad), "run 1 r1"): True,
+        (str(good), "run 1"): False,
+        (str(good), "run 2"): False,
+        (str(bad), "run 1"): True,
     } == cases
 
 
@@ -470,7 +470,14 @@ def test_a_slow_first_event_a_silence_and_buffered_delivery_are_reported() -> No
         url = server.add("/agent", Route(body, delay=0.3))
         report = check_source(url, config)
 
-    assert {"AGUI-T004", "AGUI-T005", "AGUI-T006"} <= {f.rule for f in report.findings}
+    timing = [f for f in report.findings if f.rule.startswith("AGUI-T")]
+    assert {"AGUI-T004", "AGUI-T005", "AGUI-T006"} <= {f.rule for f in timing}
+    # Each at the event it names (the first of its read): after the comment's two lines,
+    # event N is frame N at line 2N + 1; only a silence before anything arrived has none.
+    located = [f for f in timing if f.frame is not None]
+    assert {"AGUI-T004", "AGUI-T006"} <= {f.rule for f in located}
+    assert [(f.event, 2 * f.event + 1) for f in located] == [(f.frame, f.line) for f in located]
+    assert [] == [f for f in timing if f.frame is None and f.rule != "AGUI-T005"]
 
 
 def test_a_wrong_content_type_is_reported_and_the_body_still_checked() -> None:
@@ -697,3 +704,259 @@ def test_check_memory_does_not_follow_the_text_and_grows_only_by_what_each_turn_
     assert peak["4x text"] - peak["1x"] < 256 * 1024, peak
     per_turn = (peak["3x turns"] - peak["1x"]) / (2 * turns)
     assert 500 < per_turn < 2_000, peak
+
+
+# --- stable reports (issue 24) -------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _recordings(count: int) -> list[bytes]:
+    """
+    ``count`` recordings of one buggy producer (an aguikit server in audit mode, driven by
+    the test client), each run with ids of its own: the thread and run, the messages and
+    calls the writer mints, the uuids the handler puts in its events and its exception.
+    """
+    import uuid
+
+    from aguikit.server import create_app
+    from aguikit.testing import AgentTestClient
+
+    async def agent(run_input: Any, run: Any) -> None:
+        async with run.text_message() as message:
+            await message.write("Checking the weather.")
+        late = {"type": "TEXT_MESSAGE_CONTENT", "messageId": message.id, "delta": " Late."}
+        await run.emit(late)  # AGUI-V012
+        call = await run.call_tool("get_weather", {"city": "Paris"}, parent_message_id=message.id)
+        await run.emit({"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": "{}"})  # V014
+        await run.emit(
+            {
+                "type": "TOOL_CALL_RESULT",
+                "messageId": f"result-{uuid.uuid4()}",
+                "toolCallId": f"call-{uuid.uuid4()}",  # AGUI-K001
+                "content": "sunny",
+            }
+        )
+        raise RuntimeError(f"provider timeout on request {uuid.uuid4()}")  # K007
+
+    client = AgentTestClient(create_app(agent, mode="audit"), verify=False)
+    recordings = [client.run("Weather in Paris?").raw for _ in range(count)]
+    assert all(recordings)
+    return [r for r in recordings if r is not None]
+
+
+def _check_recording(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes, fmt: str
+) -> tuple[str, str]:
+    """``aguikit check recordings/weather.sse --format fmt`` after (re-)recording it."""
+    (tmp_path / "recordings").mkdir(exist_ok=True)
+    (tmp_path / "recordings" / "weather.sse").write_bytes(data)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("check", "recordings/weather.sse", "--format", fmt)
+    assert 1 == code, err
+    return out, err
+
+
+def test_two_recordings_of_the_same_bugs_with_different_ids_give_the_same_fingerprints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """
+    Code scanning keeps an alert while its fingerprint stays: built from the rule, event
+    type, pointer and path (and the occurrence), never from the ids a producer mints on
+    every run, the same bugs re-recorded are the same alerts, and distinct ones distinct.
+    """
+    first, second = _recordings(2)
+    reports = [
+        json.loads(_check_recording(tmp_path, monkeypatch, data, "sarif")[0])
+        for data in (first, second)
+    ]
+    results = [report["runs"][0]["results"] for report in reports]
+    fingerprints = [[r["partialFingerprints"]["aguikit/v2"] for r in rs] for rs in results]
+
+    assert first != second  # the ids differ, hence the messages
+    assert [r["message"]["text"] for r in results[0]] != [r["message"]["text"] for r in results[1]]
+    assert ["AGUI-V012", "AGUI-V014", "AGUI-K001", "AGUI-K007"] == [r["ruleId"] for r in results[0]]
+    assert fingerprints[0] == fingerprints[1]
+    assert len(set(fingerprints[0])) == len(fingerprints[0])
+    assert not any("None" in f for f in fingerprints[0])
+    for report in reports:
+        assert [] == [e.message for e in _sarif_validator().iter_errors(report)]
+
+
+def test_fingerprints_tell_the_same_rule_at_another_place_or_source_apart(tmp_path: Path) -> None:
+    """Two occurrences of one rule in a source, and the same bug in another source, differ;
+    a stream without ids in its messages keeps its fingerprints when re-checked."""
+    twice = [START, *BROKEN[1:2], {**BROKEN[1], "messageId": "m8"}, FINISH]
+    for name in ("a.sse", "b.sse"):
+        (tmp_path / name).write_bytes(sse(twice))
+
+    _, out, _ = cli("check", str(tmp_path / "a.sse"), str(tmp_path / "b.sse"), "--format", "sarif")
+    _, again, _ = cli(
+        "check", str(tmp_path / "a.sse"), str(tmp_path / "b.sse"), "--format", "sarif"
+    )
+    prints = [r["partialFingerprints"] for r in json.loads(out)["runs"][0]["results"]]
+
+    assert 4 == len({p["aguikit/v2"] for p in prints})
+    assert out == again
+
+
+def test_junit_names_stay_the_same_across_recordings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A case is named by the run's number, so a re-recording keeps the test's history."""
+    names = []
+    for data in _recordings(2):
+        out, _ = _check_recording(tmp_path, monkeypatch, data, "junit")
+        names.append(
+            [(c.get("classname"), c.get("name")) for c in ET.fromstring(out).iter("testcase")]
+        )
+
+    assert [("recordings/weather.sse", "run 1")] == names[0] == names[1]
+
+
+def test_a_failed_run_is_located_at_its_run_error(tmp_path: Path) -> None:
+    """AGUI-K007 knows its event, so it carries its line, frame and byte (SARIF's region
+    too), instead of pointing at line 1."""
+    data = sse([START, GOOD[1], GOOD[3], {"type": "RUN_ERROR", "message": "boom", "code": "E"}])
+    path = tmp_path / "failed.sse"
+    path.write_bytes(data)
+
+    (finding,) = check_bytes(data, "failed.sse").findings
+    _, out, _ = cli("check", str(path), "--format", "sarif")
+    (result,) = json.loads(out)["runs"][0]["results"]
+
+    assert ("AGUI-K007", 4, 4, 7) == (finding.rule, finding.event, finding.frame, finding.line)
+    assert data.index(b'data: {"type":"RUN_ERROR"') == finding.byte_offset
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert {"startLine": 7, "byteOffset": finding.byte_offset} == region
+
+
+def test_an_unreadable_source_is_a_tool_execution_notification(tmp_path: Path) -> None:
+    """executionSuccessful false says a source was not checked; the notification says which
+    and why, with the rule when one names the cause (binary input here)."""
+    (tmp_path / "good.sse").write_bytes(sse(GOOD))
+    (tmp_path / "binary.sse").write_bytes(b"GIF89a\x01\x00\x01\x00")  # a NUL: not text
+    paths = [str(tmp_path / n) for n in ("good.sse", "binary.sse", "absent.sse")]
+
+    code, out, _ = cli("check", *paths, "--format", "sarif")
+    document = json.loads(out)
+    (invocation,) = document["runs"][0]["invocations"]
+    notes = invocation["toolExecutionNotifications"]
+
+    assert 2 == code
+    assert [] == [e.message for e in _sarif_validator().iter_errors(document)]
+    assert False is invocation["executionSuccessful"]
+    assert ["error", "error"] == [n["level"] for n in notes]
+    uris = [n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for n in notes]
+    artifacts = [a["location"]["uri"] for a in document["runs"][0]["artifacts"]]
+    assert artifacts[1:] == uris and uris[0].endswith("/binary.sse")
+    assert (
+        "not text" in notes[0]["message"]["text"] and "cannot open" in notes[1]["message"]["text"]
+    )
+    assert {"id": "AGUI-K006", "index": 0} == notes[0]["associatedRule"]
+    assert "associatedRule" not in notes[1]
+
+
+def test_a_clean_check_has_no_notifications(tmp_path: Path) -> None:
+    (tmp_path / "good.sse").write_bytes(sse(GOOD))
+
+    _, out, _ = cli("check", str(tmp_path / "good.sse"), "--format", "sarif")
+    (invocation,) = json.loads(out)["runs"][0]["invocations"]
+
+    assert {"executionSuccessful": True, "exitCode": 0} == invocation
+
+
+def _github_anchors(markdown: str) -> set[str]:
+    """
+    The heading anchors GitHub renders for ``markdown``: the heading's text as shown
+    (inline code keeps its text, emphasis and links theirs), lower-cased, punctuation but
+    hyphens, underscores and spaces removed, spaces made hyphens; a repeat gets ``-1``,
+    ``-2`` (github-slugger, which github.com follows).
+    """
+    import re
+
+    anchors: set[str] = set()
+    fenced = False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        heading = None if fenced else re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if heading is None:
+            continue
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.group(1))  # links: their text
+        text = re.sub(r"[`*]", "", text).lower()
+        slug = re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+        unique, n = slug, 0
+        while unique in anchors:
+            n += 1
+            unique = f"{slug}-{n}"
+        anchors.add(unique)
+    return anchors
+
+
+def test_every_help_uri_is_a_heading_anchor_of_the_rendered_rules_page(tmp_path: Path) -> None:
+    """
+    helpUri is [project.urls] Rules (the repository's docs/rules.md as GitHub renders it)
+    plus the anchor GitHub gives the rule's heading, for every row of the catalogue.
+    """
+    import tomllib
+
+    from aguikit.catalogue import RULES
+
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["urls"]
+    anchors = _github_anchors((ROOT / "docs" / "rules.md").read_text("utf-8"))
+    (tmp_path / "b.sse").write_bytes(sse(BROKEN))
+    _, out, _ = cli("check", str(tmp_path / "b.sse"), "--format", "sarif")
+    driver = json.loads(out)["runs"][0]["tool"]["driver"]
+
+    assert [] == [rule.id for rule in RULES if rule.anchor not in anchors]
+    assert urls["Rules"] == f"{urls['Repository']}/blob/main/docs/rules.md"
+    assert urls["Repository"] == driver["informationUri"]
+    for rule in driver["rules"]:
+        base, _, anchor = rule["helpUri"].partition("#")
+        assert (urls["Rules"], RULES_BY_ID[rule["id"]].anchor) == (base, anchor)
+        assert anchor in anchors
+
+
+def test_the_project_urls_are_set_once_and_the_fallbacks_agree(tmp_path: Path) -> None:
+    """pyproject.toml writes the repository's address; every [project.urls] entry starts
+    with it, and the constants used without package metadata are the same addresses."""
+    import tomllib
+
+    from aguikit import report
+
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["urls"]
+
+    assert report.REPOSITORY_URL == urls["Repository"]
+    assert report.RULES_URL == urls["Rules"]
+    assert [] == [url for url in urls.values() if not url.startswith(urls["Repository"])]
+
+
+def test_the_text_summary_labels_are_the_json_counts() -> None:
+    """A connection cut mid-stream is a transport error in both, not a "decode error"."""
+    import re
+
+    with serve() as server:
+        url = server.add("/agent", Route([sse(GOOD[:2])], drop=True))
+        code, text, _ = cli("check", url)
+        _, out, _ = cli("check", url, "--format", "json")
+    (source,) = json.loads(out)["sources"]
+    summary = next(line for line in text.splitlines() if line.startswith(f"{url}: FAILED"))
+    labels = {
+        "schema errors": "schema",
+        "protocol errors": "protocol",
+        "patch errors": "patch",
+        "decode errors": "decode",
+        "transport errors": "transport",
+        "warnings": "warning",
+        "notes": "info",
+    }
+    shown = {
+        labels[label]: int(n)
+        for n, label in re.findall(r"(\d+) ([a-z ]+?)(?=,|;|$)", summary)
+        if label in labels
+    }
+
+    assert 1 == code
+    assert source["counts"] == shown
+    assert 1 == shown["transport"] and 0 == shown["decode"]

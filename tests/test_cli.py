@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +63,52 @@ def test_demo_checks_clean_and_replays() -> None:
     assert "demo.sse: OK: 44 events, 0 schema errors, 0 protocol errors" in result.stdout
     for fragment in ("get_weather", '"city": "Lisbon"', "subagent researcher", '"status": "ready"'):
         assert fragment in result.stdout
+
+
+def _demo_sections(out: str) -> list[tuple[str, str]]:
+    """The demo's output as (command, what it printed) pairs; a blank line parts them."""
+    parts = re.split(r"^\$ (.*)\n", out, flags=re.MULTILINE)
+    assert "" == parts[0]
+    texts = [text.removesuffix("\n") for text in parts[2:-1:2]] + [parts[-1]]
+    return list(zip(parts[1::2], texts, strict=True))
+
+
+@pytest.mark.parametrize("how", ["python -m aguikit", "aguikit on PATH"])
+def test_the_demo_prints_commands_that_print_the_same_when_run_from_anywhere(
+    how: str, tmp_path: Path
+) -> None:
+    """
+    Each ``$`` line the demo prints, typed into a shell elsewhere (another directory, and
+    for ``python -m aguikit``, ``./dev demo``'s way, a PATH without this environment),
+    runs and prints what the demo printed under it: the bundled recording is named by its
+    path, the program by a name the shell finds.
+    """
+    bin_dir = str(Path(sys.executable).parent)
+    bare = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != bin_dir)
+    path = bare if how == "python -m aguikit" else bin_dir + os.pathsep + bare
+    env = {**os.environ, "PATH": path, "NO_COLOR": "1"}
+    argv = [sys.executable, "-m", "aguikit"] if how == "python -m aguikit" else ["aguikit"]
+    (tmp_path / "elsewhere").mkdir()
+
+    demo = subprocess.run(
+        [*argv, "demo"], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path
+    )
+    sections = _demo_sections(demo.stdout)
+
+    assert 0 == demo.returncode, demo.stdout + demo.stderr
+    assert ["check", "replay"] == [shlex.split(command)[len(argv)] for command, _ in sections]
+    assert all(command.startswith(shlex.join(argv) + " ") for command, _ in sections)
+    for command, printed in sections:
+        again = subprocess.run(
+            command,
+            shell=True,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            cwd=tmp_path / "elsewhere",
+        )
+        assert (0, printed) == (again.returncode, again.stdout), command + again.stderr
 
 
 def test_check_clean_sse_file_exits_zero(tmp_path: Path) -> None:
@@ -380,6 +429,7 @@ def test_checking_a_valid_stream_loads_only_what_it_uses(tmp_path: Path) -> None
         "concurrent.futures.process",  # --jobs
         "importlib.metadata",  # --version, the versioned formats
         "xml.sax.saxutils",  # --format junit
+        "hashlib",  # --format sarif (its fingerprints)
         "aguikit.reference",  # aguikit rules
         "httpx",  # a URL source
         "aguikit.proto",  # a protobuf source

@@ -133,3 +133,19 @@ def test_dev_test_with_arguments_runs_the_checks_bare_and_pytest_with_them(
     assert ["-s lint typecheck codegen_check", "-s tests tests_compiled -- -k foo"] == (
         log.read_text(encoding="utf-8").splitlines()
     )
+
+
+def test_the_demo_session_runs_the_demo_as_python_m_aguikit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """
+    ``./dev demo`` runs in nox's environment, whose ``bin`` is on nox's PATH but not on
+    the user's: run as ``python -m aguikit``, the demo prints its commands under that
+    interpreter's absolute path, which the user's shell can run
+    (``tests/test_cli.py`` runs what the demo prints).
+    """
+    session = _Recorder([])
+
+    _noxfile(monkeypatch).demo(session)
+
+    assert [("python", "-m", "aguikit", "demo")] == session.runs

@@ -8,6 +8,7 @@ instead, so the same tests run in both.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tomllib
@@ -188,3 +189,82 @@ def test_it(agui_client):
     )
 
     pytester.runpytest(*PLUGIN_ARGS).assert_outcomes(passed=1)
+
+
+FAILING = """
+import asyncio
+
+import pytest
+
+from aguikit.testing import ScriptedAgent, assert_valid_stream
+
+BROKEN = [
+    {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
+    {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"},
+    {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+    {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{}"},
+    {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"},
+]
+
+
+def test_run(agui_client):
+    agui_client(ScriptedAgent(BROKEN)).run("hi")
+
+
+def test_conversation(agui_client):
+    agui_client(ScriptedAgent(BROKEN)).conversation().run("hi")
+
+
+def test_run_inside_a_running_loop(agui_client):
+    async def main():
+        agui_client(ScriptedAgent(BROKEN)).run("hi")
+
+    asyncio.run(main())
+
+
+@pytest.mark.anyio
+async def test_arun(agui_client):
+    await agui_client(ScriptedAgent(BROKEN)).arun("hi")
+
+
+def test_assert_valid_stream():
+    assert_valid_stream(BROKEN)
+"""
+
+
+ANYIO_ON_ASYNCIO = """
+import pytest
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+"""
+
+
+def test_a_failing_stream_is_reported_by_its_assertion_alone(pytester: pytest.Pytester) -> None:
+    """
+    A failing ``agui_client`` test (sync, in a conversation, inside a running loop, async)
+    or ``assert_valid_stream`` shows the test's line and the verdict: no ``RuntimeError: no
+    running event loop`` chained ahead of it, and none of the kit's own frames.
+    """
+    pytester.makepyfile(test_failing_agui=FAILING)
+    pytester.makeconftest(ANYIO_ON_ASYNCIO)
+
+    result = pytester.runpytest_subprocess(*PLUGIN_ARGS, "-p", "anyio")
+    out = result.stdout.str()
+
+    result.assert_outcomes(failed=5)
+    assert 5 == out.count("E       AssertionError: AG-UI stream ")
+    assert 5 == out.count("E         - event 4 TOOL_CALL_ARGS")
+    assert 5 == out.count("AGUI-V014 at /toolCallId: TOOL_CALL_ARGS: No active tool call")
+    assert "no running event loop" not in out
+    assert "During handling of the above exception" not in out
+    assert [] == [line for line in out.splitlines() if "aguikit" in line and ".py:" in line]
+    # The event loop the kit runs is not shown either (the test that runs its own is).
+    sections = re.split(r"_{3,} (test_\w+) _{3,}", out)
+    shown = dict(zip(sections[1::2], sections[2::2], strict=True))
+    assert 5 == len(shown)
+    assert ["test_run_inside_a_running_loop"] == [
+        t for t, text in shown.items() if "asyncio" in text
+    ]

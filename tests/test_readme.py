@@ -1,21 +1,25 @@
 """
-Every Python snippet in ``README.md`` runs as written, and the producer snippet is a whole
-FastAPI server that serves a correct stream.
+Every Python snippet in ``README.md`` runs alone, as written, in a fresh interpreter; the
+producer snippet is a whole FastAPI server that serves a correct stream; the commands of
+the Install section install aguikit from a checkout.
 
-A newcomer copies the README first; a snippet that no longer runs teaches the wrong API.
-The blocks are executed in order in one namespace (later snippets use names the first one
-imported), the client snippet against the bundled example server started for real with
-uvicorn on a free loopback port: the only change made to any snippet is that port, where
-the README says ``8000``.
+A newcomer copies one snippet, not the README: a snippet that leans on a name an earlier
+one imported, or that only works once, teaches the wrong API.  So each block is a script
+of its own, run by a new ``python``; a client snippet runs twice against a real server
+(uvicorn on a free loopback port: the only change made to any snippet is that port, where
+the README says ``8000``), which must see a new ``runId`` each time; a server snippet is
+started as ``python server.py`` would start it, and answers.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
+import json
+import os
 import re
 import socket
-import threading
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,18 +28,18 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from tests.servers import serve_asgi
 from tests.test_pytest_plugin import PLUGIN_ARGS
 
 from aguikit.session import Session
+from aguikit.transport.asgi import ASGIApp
 from aguikit.transport.sse import iter_events
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-EXAMPLE_SERVER = ROOT / "examples" / "fastapi_server.py"
 WEATHER_SERVER = ROOT / "examples" / "weather_todo_server.py"
-"""The server a snippet naming ``weather_todo_server`` runs against (the ``Agent`` tour)."""
+"""The server a snippet naming ``weather_todo_server`` runs against (the ``Agent`` tour);
+any other client snippet runs against the README's own server ("Serve an agent")."""
 README_URL = "http://127.0.0.1:8000/agent"
 
 pytest_plugins = ("pytester",)
@@ -46,6 +50,79 @@ def python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
 
 
+def _block_ids() -> list[str]:
+    """``N-section``: each block's number and the heading it sits under."""
+    text = README.read_text(encoding="utf-8")
+    ids = []
+    for number, match in enumerate(re.finditer(r"```python\n", text), 1):
+        headings = re.findall(r"^#{2,3} (.+)$", text[: match.start()], re.MULTILINE)
+        section = re.sub(r"\W+", "-", headings[-1].lower()).strip("-") if headings else "top"
+        ids.append(f"{number}-{section}")
+    return ids
+
+
+EXPECTED: dict[str, list[str]] = {
+    "client.run(run_input)": ["RUN_FINISHED"],  # "Talk to an agent" streamed a whole run
+    "weather_todo_server": [
+        "arguments so far: {'city': 'Os'}",  # parsed while they stream...
+        "arguments so far: {'city': 'Oslo'}",
+        "Thanks, noted: confirmed.",  # ... the second turn
+        "['get_weather']",  # ... and the capabilities the example declares
+    ],
+}
+"""What a snippet holding the key prints, beyond running without an error."""
+
+
+class RunIds:
+    """An ASGI app that passes every request on to ``app``, noting each POST's ``runId``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.seen: list[Any] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        messages, body = [], b""
+        while not messages or messages[-1].get("more_body"):
+            messages.append(await receive())
+            body += messages[-1].get("body", b"")
+        self.seen.append(json.loads(body).get("runId"))
+        queued = iter(messages)
+
+        async def replay() -> Any:
+            return next(queued, None) or await receive()
+
+        return await self.app(scope, replay, send)
+
+
+def _module(path: Path | None = None, code: str | None = None, name: str = "readme") -> Any:
+    """A module executed from ``path`` or ``code``, not as ``__main__``."""
+    if code is not None:
+        module = ModuleType(name)
+        exec(compile(code, f"{README} ({name})", "exec"), module.__dict__)
+        return module
+    assert path is not None
+    spec = importlib.util.spec_from_file_location(f"readme_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, tuple[str, RunIds]]]:
+    """The README's own server and the weather example, each behind a :class:`RunIds`, on
+    uvicorn: their agent URLs."""
+    readme = RunIds(_module(code=_server_snippet(), name="readme_server").app)
+    weather = RunIds(_module(WEATHER_SERVER).app)
+    with serve_asgi(readme) as readme_url, serve_asgi(weather) as weather_url:
+        yield {
+            "readme": (f"{readme_url}/agent", readme),
+            "weather": (f"{weather_url}/agent", weather),
+        }
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -53,30 +130,42 @@ def _free_port() -> int:
         return port
 
 
-@contextlib.contextmanager
-def example_server(path: Path = EXAMPLE_SERVER) -> Iterator[str]:
-    """An example server (``examples/fastapi_server.py`` unless told) served by uvicorn in
-    a thread; yields its agent URL."""
-    spec = importlib.util.spec_from_file_location(f"readme_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def _fresh_env() -> dict[str, str]:
+    """This environment's ``python`` with nothing of the test run's: no ``PYTHONPATH``."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+
+
+def _run_server_script(script: Path, code: str) -> None:
+    """``python script`` for a snippet that serves (``uvicorn.run``): it must come up on the
+    port it names and answer; a snippet serving ``/agent`` must stream a correct run."""
     port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(module.app, host="127.0.0.1", port=port, log_level="warning")
+    script.write_text(code.replace("port=8000", f"port={port}"), encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, str(script)],
+        cwd=script.parent,
+        env=_fresh_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the example server did not start")
-        time.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{port}/agent"
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, process.communicate()[0].decode()
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < deadline, "the server never listened"
+            time.sleep(0.1)
+        if '"/agent"' in code:
+            body = {"threadId": "t", "runId": "r", "messages": []}
+            response = httpx.post(f"http://127.0.0.1:{port}/agent", json=body, timeout=30)
+            session = Session()
+            session.feed_all(iter_events([response.content]))
+            session.finish()
+            assert 200 == response.status_code
     finally:
-        server.should_exit = True
-        thread.join(10)
+        process.terminate()
+        process.communicate(timeout=30)
 
 
 def test_the_readme_has_the_snippets_this_test_runs() -> None:
@@ -84,24 +173,44 @@ def test_the_readme_has_the_snippets_this_test_runs() -> None:
     assert len(python_blocks()) >= 4
 
 
-def test_every_python_snippet_of_the_readme_runs_as_written(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize("block", python_blocks(), ids=_block_ids())
+def test_each_python_snippet_runs_alone_in_a_fresh_interpreter(
+    block: str, tmp_path: Path, servers: dict[str, tuple[str, RunIds]]
 ) -> None:
-    """Executed in order, in one namespace, the client one against a real example server."""
-    namespace: dict[str, Any] = {"__name__": "readme"}
-    with example_server() as url, example_server(WEATHER_SERVER) as weather:
-        for number, block in enumerate(python_blocks(), 1):
-            code = block.replace(README_URL, weather if "weather_todo_server" in block else url)
-            try:
-                exec(compile(code, f"README.md python block {number}", "exec"), namespace)
-            except Exception as exc:  # pragma: no cover - the message is the point
-                raise AssertionError(f"README python block {number} failed: {exc!r}") from exc
+    """
+    The block alone, saved as a file and run by a new ``python`` in an empty directory; a
+    client block twice, against a server that must see a fresh ``runId`` every time.
+    """
+    script = tmp_path / "snippet.py"
+    if "uvicorn.run(" in block:
+        _run_server_script(script, block)
+        return
+    name = "weather" if "weather_todo_server" in block else "readme"
+    url, run_ids = servers[name]
+    client = README_URL in block
+    script.write_text(block.replace(README_URL, url), encoding="utf-8")
+    before = len(run_ids.seen)
 
-    out = capsys.readouterr().out
-    assert "RUN_FINISHED" in out  # the client snippet streamed a whole run
-    assert "arguments so far: {'city': 'Oslo'}" in out  # the Agent tour's subscriber
-    assert "Thanks, noted: confirmed." in out  # ... and its second turn
-    assert "['get_weather']" in out  # ... and the capabilities the example declares
+    outputs = []
+    for _ in range(2 if client else 1):
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=tmp_path,
+            env=_fresh_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert 0 == done.returncode, f"{done.stdout[-2000:]}{done.stderr[-3000:]}"
+        outputs.append(done.stdout)
+
+    minted = run_ids.seen[before:]
+    if client:
+        assert len(minted) >= 2 and len(set(minted)) == len(minted), minted
+    for key, fragments in EXPECTED.items():
+        if key in block:
+            for out in outputs:
+                assert [f for f in fragments if f not in out] == []
 
 
 def _server_snippet() -> str:
@@ -111,8 +220,7 @@ def _server_snippet() -> str:
 
 
 def test_the_readme_fastapi_server_runs_as_written() -> None:
-    module = ModuleType("readme_server")
-    exec(compile(_server_snippet(), str(README), "exec"), module.__dict__)
+    module = _module(code=_server_snippet(), name="readme_server")
 
     with serve_asgi(module.app) as url:
         response = httpx.post(url + "/agent", json={"threadId": "t", "runId": "r", "messages": []})
@@ -182,20 +290,27 @@ def test_every_command_of_the_readme_runs_as_written(tmp_path: Path) -> None:
     assert (tmp_path / "stream.pb").stat().st_size > 0  # convert wrote what it said
 
 
-def test_the_readme_build_block_builds_and_installs_the_compiled_wheel_as_written(
+def test_the_readme_install_and_build_blocks_install_aguikit_from_a_checkout_as_written(
     tmp_path: Path,
 ) -> None:
     """
-    The "Install" section's build commands, run as written in a copy of this checkout's
-    tracked files with a fresh virtual environment first on ``PATH`` (a compile of about a
-    minute and a half); the README's own "which build" snippet, run by that environment's
-    Python, then names the compiled build.
+    The "Install" section's commands, run as written with a fresh virtual environment
+    first on ``PATH``, in a copy of this checkout's tracked files named as the clone would
+    be (the ``git clone`` line itself is the one not run: it must clone the repository
+    ``[project.urls]`` names).  The build block first (a compile of about a minute and a
+    half), after which the README's "which build" snippet names the compiled build; then
+    the checkout install, which reinstalls the pure build with the ``[server]`` extra: the
+    ``aguikit`` command runs, ``aguikit.server`` imports, and the snippet says so.
     """
-    import os
     import shutil
-    import subprocess
-    import sys
+    import tomllib
 
+    commands = _sh_block("pip install build")
+    clone, *install = _sh_block("git clone ")
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["urls"]
+    assert any("HATCH_BUILD_HOOKS_ENABLE=1" in command for command in commands)
+    assert f"git clone {urls['Repository']}" == clone
+    assert "cd aguikit" == install[0]
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
     checkout = tmp_path / "aguikit"
     for name in filter(None, listed.stdout.decode("utf-8").split("\0")):
@@ -205,22 +320,33 @@ def test_the_readme_build_block_builds_and_installs_the_compiled_wheel_as_writte
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env = _fresh_env()
     env |= {"PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", "VIRTUAL_ENV": str(venv)}
-    commands = _sh_block("pip install build")
+    (which,) = [block for block in python_blocks() if "EXTENSION_SUFFIXES" in block]
 
-    assert any("HATCH_BUILD_HOOKS_ENABLE=1" in command for command in commands)
-    for command in commands:
-        done = subprocess.run(
-            command, shell=True, cwd=checkout, env=env, capture_output=True, text=True, timeout=900
+    def run_block(commands: list[str], cwd: Path) -> None:
+        for command in commands:
+            done = subprocess.run(
+                command, shell=True, cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+            )
+            assert 0 == done.returncode, f"{command}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+
+    def build() -> str:
+        shown = subprocess.run(
+            [str(bin_dir / "python"), "-c", which],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
         )
-        assert 0 == done.returncode, f"{command}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
-    (snippet,) = [block for block in python_blocks() if "EXTENSION_SUFFIXES" in block]
-    shown = subprocess.run(
-        [str(bin_dir / "python"), "-c", snippet],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert "aguikit build: compiled (mypyc)\n" == shown.stdout, shown.stderr
+        return shown.stdout + shown.stderr
+
+    run_block(commands, checkout)
+    assert "aguikit build: compiled (mypyc)\n" == build()
+
+    run_block([" && ".join(install)], tmp_path)  # one shell, as a user types them
+    assert "aguikit build: pure Python\n" == build()
+    version = subprocess.run(["aguikit", "--version"], env=env, capture_output=True, text=True)
+    assert version.stdout.startswith("aguikit "), version.stderr
+    server = [str(bin_dir / "python"), "-c", "import aguikit.server, starlette"]
+    assert 0 == subprocess.run(server, cwd=tmp_path, env=env).returncode

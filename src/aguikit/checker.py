@@ -529,7 +529,10 @@ class _Reader:
                 yield obj, (line, None, offset)
 
     def _sse(
-        self, chunks: Iterable[bytes], decoder: SSEDecoder | None = None
+        self,
+        chunks: Iterable[bytes],
+        decoder: SSEDecoder | None = None,
+        positions: list[Where] | None = None,
     ) -> Iterator[tuple[dict[str, Any], Where]]:
         config = self.config
         decoder = decoder or SSEDecoder(
@@ -540,7 +543,10 @@ class _Reader:
                 frames = decoder.feed(chunk) if chunk is not None else decoder.close()
                 for frame in frames:
                     obj = frame_object(frame, source=self.report.source, max_depth=config.max_depth)
-                    yield obj, (frame.line, frame.number, frame.byte_offset)
+                    where = (frame.line, frame.number, frame.byte_offset)
+                    if positions is not None:
+                        positions.append(where)
+                    yield obj, where
         except DecodeError as exc:
             self._json_lines(decoder)  # the likelier cause of a cut frame: say it first
             if exc.rule == "AGUI-D004" and decoder.json_lines and not decoder.frames_decoded:
@@ -618,6 +624,7 @@ class _Reader:
             raise Unreadable(f"--input is not a valid RunAgentInput: {invalid}") from None
         timeout = httpx.Timeout(config.timeout, connect=min(config.timeout, 10.0))
         decoder = SSEDecoder(source=self.spec, max_frame_bytes=config.max_frame_bytes)
+        arrived: list[Where] = []  # where each event of the latest read was
 
         def answered(status: int, headers: Mapping[str, str]) -> None:
             content_type = headers.get("content-type")
@@ -642,12 +649,20 @@ class _Reader:
                     require_event_stream=False,
                 ),
                 decoder,
+                arrived,
             ),
             decoder,
+            arrived,
         )
 
-    def _timed(self, chunks: Iterator[bytes], decoder: SSEDecoder) -> Iterator[bytes]:
-        """Pass ``chunks`` on, reporting a slow first event, silences and buffering."""
+    def _timed(
+        self, chunks: Iterator[bytes], decoder: SSEDecoder, positions: list[Where]
+    ) -> Iterator[bytes]:
+        """
+        Pass ``chunks`` on, reporting a slow first event, silences and buffering, each at
+        the first event of the read it is about (``positions``, which :meth:`_sse` fills
+        with the place of every event of the chunk while the checker judges them).
+        """
         config = self.config
         start = last = time.monotonic()
         first_seen = False
@@ -655,9 +670,11 @@ class _Reader:
             now = time.monotonic()
             silence, last = now - last, now
             before = decoder.frames_decoded
+            positions.clear()
             yield chunk
             arrived = decoder.frames_decoded - before
             event = before + 1
+            where = positions[0] if positions else _NOWHERE
             if arrived and not first_seen:
                 first_seen = True
                 if now - start > config.first_event_seconds:
@@ -668,6 +685,7 @@ class _Reader:
                             "AGUI-T004", seconds=now - start, limit=config.first_event_seconds
                         ),
                         event=event,
+                        where=where,
                     )
             elif silence > config.silent_gap_seconds:
                 self.add(
@@ -677,6 +695,7 @@ class _Reader:
                         "AGUI-T005", seconds=silence, event=event, limit=config.silent_gap_seconds
                     ),
                     event=event,
+                    where=where,
                 )
             if arrived >= config.buffer_events and silence >= config.buffer_silence_seconds:
                 self.add(
@@ -684,6 +703,7 @@ class _Reader:
                     "warning",
                     render_message("AGUI-T006", count=arrived, seconds=silence),
                     event=event,
+                    where=where,
                 )
 
 
@@ -740,6 +760,7 @@ class _Checker:
         self.calls: set[str] = set()
         self.messages: set[str] = set()
         self.parents: list[tuple[int, str, str, Where]] = []
+        self.run_errors: dict[int, Where] = {}  # where each RUN_ERROR was, by event number
         self.arguments: dict[str, list[str]] = {}  # open calls' argument fragments
         for message in self.session.messages:  # a conversation given before the stream
             self.messages.add(message.id)
@@ -991,6 +1012,8 @@ class _Checker:
                 )
         elif etype in _DELTA_EVENTS and data.get("delta") == "":
             self.empty_delta(number, etype, data)
+        elif etype == "RUN_ERROR":
+            self.run_errors[number] = self.where  # AGUI-K007 points here when the run ends
         elif etype in ("RUN_STARTED", "MESSAGES_SNAPSHOT"):
             holder = data.get("input") if etype == "RUN_STARTED" else data
             messages = holder.get("messages") if isinstance(holder, dict) else None
@@ -1031,15 +1054,16 @@ class _Checker:
         for n, run in enumerate(self.session.runs, 1):
             if run.status == "error":
                 code = f" [{run.code}]" if run.code else ""
+                event = None if run.ended_at is None else run.ended_at + 1
                 self.add(
                     "AGUI-K007",
                     "info",
                     render_message(
                         "AGUI-K007", run=n, entity_id=run.run_id, message=run.message, code=code
                     ),
-                    event=None if run.ended_at is None else run.ended_at + 1,
+                    event=event,
                     event_type="RUN_ERROR",
-                    where=_NOWHERE,
+                    where=self.run_errors.get(event or 0, _NOWHERE),
                 )
 
 

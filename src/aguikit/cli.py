@@ -47,7 +47,6 @@ from .checker import (
     CheckConfig,
     SourceReport,
     Unreadable,
-    check_bytes,
     check_source,
     expand_sources,
     load_config,
@@ -106,10 +105,57 @@ class _Progress:
 # is imported where it is used, not here.
 
 
-def _demo_bytes() -> bytes:
+def _demo_path() -> str:
+    """The bundled recording, a file of the installed package (package data)."""
     from importlib import resources
 
-    return resources.files("aguikit").joinpath("examples/demo.sse").read_bytes()
+    return str(resources.files("aguikit").joinpath("examples/demo.sse"))
+
+
+def _self_command() -> list[str]:
+    """
+    How to run this very ``aguikit`` again, typed into a shell in any directory.
+
+    ``aguikit`` when that name on ``PATH`` is the script running; else this interpreter
+    with ``-m aguikit``, by its absolute path: ``python -m aguikit demo``, and ``./dev
+    demo`` (which runs it in nox's own environment, whose ``bin`` a user's shell does not
+    have on its ``PATH``).
+    """
+    import shutil
+
+    script = Path(sys.argv[0])
+    found = shutil.which("aguikit")
+    if script.stem == "aguikit" and found is not None and Path(found).resolve() == script.resolve():
+        return ["aguikit"]
+    return [sys.executable, "-m", "aguikit"]
+
+
+def _shell_line(argv: list[str]) -> str:
+    """``argv`` quoted for this platform's shell."""
+    if sys.platform == "win32":  # pragma: no cover - cmd.exe's quoting
+        import subprocess
+
+        return subprocess.list2cmdline(argv)
+    import shlex
+
+    return shlex.join(argv)
+
+
+def _run_demo(out: TextIO, err: TextIO) -> int:
+    """
+    ``aguikit check --strict`` then ``aguikit replay`` on the bundled recording, each
+    under the command line that prints the same: a user can copy it, from any directory.
+    """
+    path = _demo_path()
+    command = _self_command()
+    style = Style.for_stream(out)
+    config = CheckConfig(fail_on=Severity.WARNING)
+    out.write(style.bold("$ " + _shell_line([*command, "check", "--strict", path])) + "\n")
+    report = check_source(path, config)
+    out.write(_render("text", [report], config, style))
+    out.write("\n" + style.bold("$ " + _shell_line([*command, "replay", path])) + "\n")
+    replay_code = _run_replay(path, open_events(path, config), out, err)
+    return max(report.exit_code(config), replay_code)
 
 
 def _version() -> str:
@@ -641,16 +687,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "schema":
             return _run_schema(args.definition, out, err)
         if args.command == "demo":
-            data = _demo_bytes()
-            name = "demo.sse"
-            style = Style.for_stream(out)
-            out.write(style.bold(f"$ aguikit check {name}") + "\n")
-            config = CheckConfig(fail_on=Severity.WARNING)
-            report = check_bytes(data, name, config)
-            out.write(_render("text", [report], config, style))
-            out.write("\n" + style.bold(f"$ aguikit replay {name}") + "\n")
-            replay_code = _run_replay(name, open_events_of(data, name), out, err)
-            return max(report.exit_code(config), replay_code)
+            return _run_demo(out, err)
         if args.command == "check":
             return _run_check(args, out, err)
         config = _config(args)
@@ -671,10 +708,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.write("aguikit: interrupted\n")
         return 130
-
-
-def open_events_of(data: bytes, name: str) -> Iterator[dict[str, Any]]:
-    """The events of an in-memory SSE recording (the demo)."""
-    from .transport.sse import iter_events
-
-    return iter_events([data], source=name)

@@ -28,6 +28,7 @@ _STAGE_TITLES: Final = {
     Stage.RECEIVER: "What a tolerant receiver accepts (session warnings)",
     Stage.APPLIER: "Applying events",
     Stage.DECODER: "Decoding bytes, and the safety limits",
+    Stage.ENCODER: "Encoding events",
     Stage.TRANSPORT: "HTTP",
     Stage.PRODUCER: "Producing a stream (aguikit.server.RunWriter)",
     Stage.CHECKER: "What `aguikit check` looks at beyond the pipeline",
@@ -44,6 +45,7 @@ _REPORTED_AS: Final = {
     Stage.APPLIER: "a `SessionWarning` whose `code` is the symbol, or an error where noted",
     Stage.DECODER: "`aguikit.errors.DecodeError` / `LimitExceededError` (source, line or frame, "
     "byte offset)",
+    Stage.ENCODER: "`aguikit.errors.EncodeError` (the event type), raised while writing",
     Stage.TRANSPORT: "`aguikit.errors.TransportError` and its subclasses; the timing rules "
     "(`T004`-`T006`) are findings of `aguikit check URL`, thresholds in docs/check.md",
     Stage.CHECKER: "a finding of `aguikit check` (`aguikit.checker.Finding`), never an "

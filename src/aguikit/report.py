@@ -11,8 +11,12 @@ here decides what is wrong, only how to say it:
 * ``json``: one document, always, even for unreadable input; its shape is versioned
   (:data:`JSON_SCHEMA_VERSION`) and documented in ``docs/check.md``.
 * ``sarif``: SARIF 2.1.0 as GitHub code scanning reads it: one rule per catalogue row
-  reported, with its help text and a link to its section of ``docs/rules.md``.
-* ``junit``: one test case per source and run, for CI systems that show test reports.
+  reported, with its help text and a link to its section of ``docs/rules.md``; each
+  result's fingerprint is built from what the bug *is* (rule, event type, pointer, the
+  source's path), never from the ids a producer mints afresh on every run, so the same
+  bug in a re-recorded stream stays the same alert.
+* ``junit``: one test case per source and run, named by the run's number (never its id:
+  a re-recording keeps its test history), for CI systems that show test reports.
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ from .catalogue import RULES_BY_ID, Severity
 from .checker import CheckConfig, Finding, SourceReport
 
 __all__ = [
-    "DOCS_URL",
     "JSON_SCHEMA_VERSION",
+    "REPOSITORY_URL",
+    "RULES_URL",
     "Style",
     "render",
     "render_json",
@@ -40,8 +45,16 @@ __all__ = [
 JSON_SCHEMA_VERSION: Final = 1
 """The version of the ``--format json`` document; raised when a member changes meaning."""
 
-DOCS_URL: Final = "https://aguikit.dev/docs/rules.md"
-"""Where ``docs/rules.md`` is published; each rule's section is ``#<anchor>`` below it."""
+REPOSITORY_URL: Final = "https://github.com/aguikit/aguikit"
+"""The ``Repository`` of ``[project.urls]`` in ``pyproject.toml``, for when aguikit runs
+without its package metadata (a test holds the two equal)."""
+
+RULES_URL: Final = f"{REPOSITORY_URL}/blob/main/docs/rules.md"
+"""The ``Rules`` of ``[project.urls]``, likewise: ``docs/rules.md`` as the repository
+renders it, where each rule's section is the heading anchor ``#<rule.anchor>``."""
+
+FINGERPRINT: Final = "aguikit/v2"
+"""The ``partialFingerprints`` key; its number changes when the recipe does."""
 
 SARIF_SCHEMA: Final = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -118,7 +131,8 @@ def _summary(report: SourceReport, config: CheckConfig, style: Style) -> str:
         f"{c['schema']} schema errors",
         f"{c['protocol']} protocol errors",
         f"{c['patch']} patch errors",
-        f"{c['decode'] + c['transport']} decode errors",
+        f"{c['decode']} decode errors",
+        f"{c['transport']} transport errors",
         f"{c['warning']} warnings",
         f"{c['info']} notes",
     ]
@@ -238,9 +252,60 @@ def _uri(source: str) -> str:
         return path.resolve().as_uri()
 
 
-def _sarif_rule(rule_id: str) -> dict[str, Any]:
+def _project_urls() -> dict[str, str]:
+    """``[project.urls]`` of the installed package's metadata (empty without it)."""
+    from importlib import metadata  # only the SARIF report needs it
+
+    try:
+        entries = metadata.metadata("aguikit").get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:  # pragma: no cover - a bare source tree
+        return {}
+    urls: dict[str, str] = {}
+    for entry in entries:
+        label, _, url = str(entry).partition(",")
+        urls[label.strip()] = url.strip()
+    return urls
+
+
+def _links() -> tuple[str, str]:
+    """
+    The repository and its rendered ``docs/rules.md`` (each rule at ``#<rule.anchor>``):
+    ``Repository`` and ``Rules``, set once in ``pyproject.toml`` under ``[project.urls]``
+    and read from the installed package's metadata, else :data:`REPOSITORY_URL` and
+    :data:`RULES_URL`.
+    """
+    urls = _project_urls()
+    return urls.get("Repository") or REPOSITORY_URL, urls.get("Rules") or RULES_URL
+
+
+def _fingerprint(finding: Finding, uri: str, seen: dict[str, int]) -> str:
+    """
+    A result's identity across re-recordings: the rule (and schema keyword), the event
+    type, the pointer and the source's path, with the occurrence of that combination in
+    the source, hashed.  Never the message or the ids in it: run, message and tool-call
+    ids are minted afresh on every run, and an alert that changed with them would be
+    closed and reopened by every new recording of the same bug.
+    """
+    import hashlib  # only the SARIF report needs it: not at start-up
+
+    key = "\x1f".join(
+        (finding.rule, finding.code, finding.event_type or "", finding.pointer or "", uri)
+    )
+    seen[key] = occurrence = seen.get(key, 0) + 1
+    return f"{hashlib.sha256(key.encode('utf-8')).hexdigest()[:32]}:{occurrence}"
+
+
+def _region(finding: Finding) -> dict[str, Any]:
+    """Where the finding's event starts; line 1 for what no event locates (the end)."""
+    region: dict[str, Any] = {"startLine": finding.line or 1}
+    if finding.byte_offset is not None:
+        region["byteOffset"] = finding.byte_offset
+    return region
+
+
+def _sarif_rule(rule_id: str, docs: str) -> dict[str, Any]:
     rule = RULES_BY_ID[rule_id]
-    link = f"{DOCS_URL}#{rule.anchor}"
+    link = f"{docs}#{rule.anchor}"
     return {
         "id": rule.id,
         "name": rule.symbol,
@@ -258,18 +323,21 @@ def _sarif_rule(rule_id: str) -> dict[str, Any]:
 
 
 def render_sarif(reports: Sequence[SourceReport], config: CheckConfig, version: str) -> str:
-    """SARIF 2.1.0: one run of the tool, a result per finding, a rule per row reported."""
+    """
+    SARIF 2.1.0: one run of the tool, a result per finding, a rule per row reported, and
+    a tool execution notification per source that could not be read.
+    """
     ids = sorted({f.rule for r in reports for f in r.findings})
     index = {rule_id: n for n, rule_id in enumerate(ids)}
+    repository, docs = _links()
     results: list[dict[str, Any]] = []
     artifacts: list[dict[str, Any]] = []
+    notifications: list[dict[str, Any]] = []
     for report in reports:
         uri = _uri(report.source)
         artifacts.append({"location": {"uri": uri}})
+        seen: dict[str, int] = {}
         for f in report.findings:
-            region: dict[str, Any] = {"startLine": f.line or 1}
-            if f.byte_offset is not None:
-                region = {"startLine": f.line or 1, "byteOffset": f.byte_offset}
             properties: dict[str, Any] = {
                 key: value
                 for key, value in {
@@ -295,7 +363,7 @@ def render_sarif(reports: Sequence[SourceReport], config: CheckConfig, version: 
                         {
                             "physicalLocation": {
                                 "artifactLocation": {"uri": uri},
-                                "region": region,
+                                "region": _region(f),
                             },
                             "logicalLocations": [
                                 {"fullyQualifiedName": f"event/{f.event}{f.pointer or ''}"}
@@ -304,12 +372,18 @@ def render_sarif(reports: Sequence[SourceReport], config: CheckConfig, version: 
                             else [],
                         }
                     ],
-                    "partialFingerprints": {
-                        "aguikit/v1": f"{f.rule}:{f.event_type}:{f.pointer}:{f.message}"[:200]
-                    },
+                    "partialFingerprints": {FINGERPRINT: _fingerprint(f, uri, seen)},
                     "properties": properties,
                 }
             )
+        if report.unreadable is not None:
+            notifications.append(_unreadable(report, uri, index))
+    invocation: dict[str, Any] = {
+        "executionSuccessful": not notifications,
+        "exitCode": max((r.exit_code(config) for r in reports), default=0),
+    }
+    if notifications:
+        invocation["toolExecutionNotifications"] = notifications
     document = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -319,22 +393,31 @@ def render_sarif(reports: Sequence[SourceReport], config: CheckConfig, version: 
                     "driver": {
                         "name": "aguikit",
                         "semanticVersion": version,
-                        "informationUri": DOCS_URL,
-                        "rules": [_sarif_rule(rule_id) for rule_id in ids],
+                        "informationUri": repository,
+                        "rules": [_sarif_rule(rule_id, docs) for rule_id in ids],
                     }
                 },
                 "artifacts": artifacts,
-                "invocations": [
-                    {
-                        "executionSuccessful": all(r.unreadable is None for r in reports),
-                        "exitCode": max((r.exit_code(config) for r in reports), default=0),
-                    }
-                ],
+                "invocations": [invocation],
                 "results": results,
             }
         ],
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _unreadable(report: SourceReport, uri: str, index: dict[str, int]) -> dict[str, Any]:
+    """Why a source could not be read, as the notification a CI system shows for it."""
+    notification: dict[str, Any] = {
+        "level": "error",
+        "message": {"text": str(report.unreadable)},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri}}}],
+    }
+    # The finding that says why (binary input, a refused request), when it has a rule.
+    cause = next((f.rule for f in report.findings if f.kind in ("decode", "transport")), None)
+    if cause is not None:
+        notification["associatedRule"] = {"id": cause, "index": index[cause]}
+    return notification
 
 
 # --- junit --------------------------------------------------------------------------------
@@ -359,7 +442,7 @@ def render_junit(reports: Sequence[SourceReport], config: CheckConfig, version: 
         suite_failures = suite_errors = 0
         for number in numbers:
             run = report.runs[number - 1] if 0 < number <= len(report.runs) else None
-            name = "stream" if run is None else f"run {number} {run.run_id}"
+            name = "stream" if run is None else f"run {number}"  # not its id: minted anew
             bad = [f for f in groups.get(number, []) if floor[f.severity] >= fails]
             if run is not None and run.status == "error" and config.fail_on_run_error:
                 bad = bad or [f for f in groups.get(number, []) if f.rule == "AGUI-K007"]

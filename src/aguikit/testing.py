@@ -35,10 +35,10 @@ import asyncio
 import json
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, MutableMapping
 from os import PathLike
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import attrs
 import httpx
@@ -87,6 +87,7 @@ Source: TypeAlias = bytes | str | PathLike[str] | Iterable[Any]
 """What a stream can be given as: bytes or text (SSE or JSONL), a path, or events."""
 
 _TEST_BASE: Final = "http://agui.test"
+_T = TypeVar("_T")
 
 
 # --- results -----------------------------------------------------------------------------
@@ -147,7 +148,14 @@ class RunResult:
     new_message_ids: tuple[str, ...] = attrs.field(default=(), eq=False, repr=False)
 
     def text(self) -> str:
-        """The assistant's text from this run's messages, joined by blank lines."""
+        """
+        The text of this run's assistant messages, in order, joined by a blank line.
+
+        A run that speaks, calls a tool and speaks again sends two messages; joined by
+        ``"\\n\\n"`` they read as the two paragraphs a UI shows them as.  Messages
+        with no text (a tool call alone) add nothing; the conversation before the run (a
+        :class:`Conversation`'s earlier turns) is not included.
+        """
         parts: list[str] = []
         for message in self._new_messages():
             is_text = isinstance(message, AssistantMessage) and isinstance(message.content, str)
@@ -364,6 +372,7 @@ def assert_valid_stream(source: Source, *, strict: bool = False) -> RunResult:
             event as if the failing one never came; a finding that may only follow from
             an earlier error says so.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, then the problems
     result = judge_stream(source, strict=strict)
     if result.problems:
         if isinstance(source, PathLike) or (isinstance(source, str) and _is_path(source)):
@@ -488,6 +497,7 @@ class AgentTestClient:
         return bytes(data)
 
     def _judge(self, body: dict[str, Any], data: bytes) -> RunResult:
+        __tracebackhide__ = True  # a failing test shows its own line and the verdict
         prior = [parse_message(m) for m in body.get("messages", [])]
         result = judge_stream(
             data, strict=self.strict, messages=prior, state=body.get("state"), name=self.url
@@ -498,6 +508,7 @@ class AgentTestClient:
 
     async def arun(self, input: Any = None, **fields: Any) -> RunResult:
         """:meth:`run` for a test that is already inside an event loop."""
+        __tracebackhide__ = True
         body = self.build_input(input, **fields)
         self.requests.append(body)
         return self._judge(body, await self._fetch(body))
@@ -514,28 +525,44 @@ class AgentTestClient:
             AssertionError: The stream broke the protocol (when ``verify``).
             HTTPStatusError, ContentTypeError, TransportError: The request failed.
         """
-        return _run_sync(self.arun(input, **fields))
+        __tracebackhide__ = True
+        body = self.build_input(input, **fields)
+        self.requests.append(body)
+        # Only the fetch runs in an event loop: the verdict is raised here, in the test's
+        # own thread and frame, so a failure reads as the assertion and nothing else.
+        return self._judge(body, _run_sync(self._fetch(body)))
 
     def conversation(self, *, thread_id: str | None = None, state: Any = None) -> Conversation:
         """A multi-turn conversation on one thread, carrying messages and state."""
         return Conversation(self, thread_id or f"thread-{uuid.uuid4().hex[:12]}", state)
 
 
-def _run_sync(coroutine: Awaitable[RunResult]) -> RunResult:
-    """Run ``coroutine`` to completion, in a worker thread when a loop is already running."""
+def _run_sync(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """
+    Run ``coroutine`` to completion, in a worker thread when a loop is already running.
 
-    async def main() -> RunResult:
-        return await coroutine
-
+    The loop is looked for before anything runs, outside any ``except`` block, so an
+    error the coroutine raises is not chained to the ``RuntimeError`` that says no loop
+    is running (a test failure that opened with it would read as a loop problem).
+    """
+    __tracebackhide__ = True
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(main())
+        pass
+    else:
+        return _in_a_thread(coroutine)
+    return asyncio.run(coroutine)
+
+
+def _in_a_thread(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coroutine`` in a loop of its own, in a worker thread (one is running here)."""
+    __tracebackhide__ = True
     box: dict[str, Any] = {}
 
     def work() -> None:
         try:
-            box["result"] = asyncio.run(main())
+            box["result"] = asyncio.run(coroutine)
         except BaseException as exc:  # re-raised in the caller's thread
             box["error"] = exc
 
@@ -544,7 +571,7 @@ def _run_sync(coroutine: Awaitable[RunResult]) -> RunResult:
     thread.join()
     if "error" in box:
         raise box["error"]
-    result: RunResult = box["result"]
+    result: _T = box["result"]
     return result
 
 
@@ -591,10 +618,12 @@ class Conversation:
 
     def run(self, text: str | None = None, **fields: Any) -> RunResult:
         """One turn: ``text`` as a new user message (or none), then the agent's answer."""
+        __tracebackhide__ = True
         return self._keep(self.client.run(None, **self._fields(text, fields)))
 
     async def arun(self, text: str | None = None, **fields: Any) -> RunResult:
         """:meth:`run` inside an event loop."""
+        __tracebackhide__ = True
         return self._keep(await self.client.arun(None, **self._fields(text, fields)))
 
 
