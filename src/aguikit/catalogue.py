@@ -248,6 +248,16 @@ RULES: Final[tuple[Rule, ...]] = (
         "{event_type} names thread '{got}' but the stream's thread is '{entity_id}': {detail}",
         (_rs(), _rf(thread="t2")),
     ),
+    Rule(
+        "AGUI-V010",
+        "run-id-reused",
+        "A runId names one run: a stream's runs (all on one thread) never reuse one",
+        'spec 1.1 basic/index, Identifiers: runId "MUST NOT be reused for another run on the '
+        'same thread"',
+        "{event_type} names run '{entity_id}', which an earlier run of this stream already "
+        "used; every run gets a runId of its own",
+        (_rs(), _rf(), _rs(), _rf()),
+    ),
     # -- text messages and tool calls ---------------------------------------------------
     Rule(
         "AGUI-V011",
@@ -487,6 +497,21 @@ RULES: Final[tuple[Rule, ...]] = (
         "seed rule 12; corpus subagent-finished-unstarted-fatal",
         "{event_type}: no active subagent found with ID '{entity_id}'; send SUBAGENT_STARTED first",
         (_rs(), {"type": "SUBAGENT_FINISHED", "subagentRunId": "s1"}, _rf()),
+    ),
+    Rule(
+        "AGUI-V055",
+        "subagent-announced-late",
+        "A SUBAGENT_STARTED comes before every event attributed to that invocation in the run "
+        "(attributing without announcing at all is fine)",
+        'spec 1.1 events/subagents, Lifecycle: "A producer that announces an invocation MUST '
+        'do so before any event attributed to it"',
+        "{event_type} announces subagent '{entity_id}' after {attributed} of its events: an "
+        "invocation is announced before any event attributed to it, or not at all",
+        (
+            _rs(),
+            {"type": "STEP_STARTED", "stepName": "search", "subagentRunId": "s1"},
+            _sub("s1"),
+        ),
     ),
     # -- attribution --------------------------------------------------------------------
     Rule(
