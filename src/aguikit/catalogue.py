@@ -847,6 +847,27 @@ RULES: Final[tuple[Rule, ...]] = (
         severity=Severity.WARNING,
         stage=Stage.APPLIER,
     ),
+    Rule(
+        "AGUI-W015",
+        "encrypted-value-unknown-entity",
+        "A REASONING_ENCRYPTED_VALUE naming no message or tool call the consumer holds is "
+        "dropped, and the run goes on",
+        'spec 1.1 events/reasoning, Error Handling: "a consumer SHOULD warn and MAY drop it, '
+        'and MUST NOT fail the run over it"; corpus encrypted-value-unknown-entity-tolerated',
+        "REASONING_ENCRYPTED_VALUE for '{entity_id}': {reason}; the value is dropped.",
+        (
+            _rs(),
+            {
+                "type": "REASONING_ENCRYPTED_VALUE",
+                "subtype": "message",
+                "entityId": "nowhere",
+                "encryptedValue": "b3BhcXVl",
+            },
+            _rf(),
+        ),
+        severity=Severity.WARNING,
+        stage=Stage.APPLIER,
+    ),
     # -- what a producer's writer repaired ------------------------------------------------
     Rule(
         "AGUI-W021",
