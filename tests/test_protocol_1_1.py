@@ -217,6 +217,7 @@ def _served(declared: str | None) -> list[dict[str, Any]]:
     async def main() -> list[dict[str, Any]]:
         run = RunWriter(request)
         async with run:
+            await run.say("thinking done", message_id="m0")
             await run.emit(
                 {
                     "type": "REASONING_ENCRYPTED_VALUE",
