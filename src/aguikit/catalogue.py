@@ -1129,6 +1129,101 @@ RULES: Final[tuple[Rule, ...]] = (
         stage=Stage.CHECKER,
     ),
     Rule(
+        "AGUI-K009",
+        "token-usage-inconsistent",
+        "A usage entry keeps the protocol's one accounting: cached, cache-write and reasoning "
+        "counts are parts of their totals, and totalTokens is inputTokens plus outputTokens",
+        'spec 1.1 events/lifecycle, Token usage: "A producer whose provider reports one of '
+        'these beside a smaller total MUST add it into the total"; "MUST NOT copy a '
+        "provider's total that counts differently\"",
+        "{event_type} usage entry {entity_id}: {detail}",
+        (
+            _rs(),
+            _rf(usage=[{"inputTokens": 10, "cachedInputTokens": 900, "outputTokens": 5}]),
+        ),
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-K010",
+        "pending-tool-calls-mismatch",
+        "A success outcome's pendingToolCallIds lists exactly the tool calls the run started "
+        "and did not answer with TOOL_CALL_RESULT",
+        'spec 1.1 events/tool-calls, Frontend tools: "when it does, the list MUST contain '
+        'exactly the tool calls the run started and did not answer with TOOL_CALL_RESULT"',
+        "RUN_FINISHED of run '{entity_id}' lists pendingToolCallIds {listed}, but the run left "
+        "{pending} unanswered",
+        (
+            _rs(),
+            _cs(),
+            _ce(),
+            {"type": "TOOL_CALL_RESULT", "messageId": "r1", "toolCallId": "c1", "content": "ok"},
+            _rf(outcome={"type": "success", "pendingToolCallIds": ["c1"]}),
+        ),
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-K011",
+        "encrypted-value-type-without-value",
+        "A message or tool call that names an encryptedValueType carries the encryptedValue "
+        "it describes",
+        'spec 1.1 events/reasoning, encryptedValueType: "A producer MUST NOT send '
+        'encryptedValueType without encryptedValue"',
+        "{event_type}: {entity_id} has an encryptedValueType but no encryptedValue",
+        (
+            _rs(),
+            {
+                "type": "MESSAGES_SNAPSHOT",
+                "messages": [
+                    {
+                        "id": "m1",
+                        "role": "assistant",
+                        "content": "x",
+                        "encryptedValueType": "acme.sig",
+                    }
+                ],
+            },
+            _rf(),
+        ),
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-K012",
+        "cancelled-run-result",
+        "A cancelled run has no return value: its RUN_FINISHED carries no result",
+        'spec 1.1 events/lifecycle, Cancelled runs: "A cancelled run has no return value: '
+        'result SHOULD be absent"',
+        "RUN_FINISHED of run '{entity_id}' is cancelled but carries a result",
+        (_rs(), _rf(outcome={"type": "cancelled"}, result={"partial": True})),
+        severity=Severity.WARNING,
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-K013",
+        "frontend-tool-answered",
+        "A tool the run's input offers is the application's to run: the producer calls it and "
+        "never answers it with TOOL_CALL_RESULT",
+        'spec 1.1 events/tool-calls, Frontend tools: "A producer that calls a frontend tool '
+        'MUST NOT answer it: no TOOL_CALL_RESULT, no fabricated tool message"',
+        "TOOL_CALL_RESULT answers tool call '{entity_id}' of '{name}', a frontend tool the "
+        "run's input offered: its result is the application's to produce",
+        (
+            {
+                **_rs(),
+                "input": {
+                    "threadId": "t1",
+                    "runId": "r1",
+                    "messages": [],
+                    "tools": [{"name": "lookup", "description": "ask the user", "parameters": {}}],
+                },
+            },
+            _cs(),
+            _ce(),
+            {"type": "TOOL_CALL_RESULT", "messageId": "r1", "toolCallId": "c1", "content": "x"},
+            _rf(),
+        ),
+        stage=Stage.CHECKER,
+    ),
+    Rule(
         "AGUI-T004",
         "slow-first-event",
         "A live agent sends its first event within 10 seconds of the request",
