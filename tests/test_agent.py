@@ -356,6 +356,37 @@ def test_middleware_filters_tool_calls_in_either_form() -> None:
     assert [("c2", "ok", "{}")] == [(c.id, c.function.name, c.function.arguments) for c in calls]
 
 
+def test_an_encrypted_value_goes_back_unmodified_in_the_next_run_input() -> None:
+    """The consumer stores an encrypted value with the message it names and returns it
+    unmodified, its type with it, in later run input (the reasoning page), so the producer
+    can restore what it stands for."""
+    requests: list[Any] = []
+
+    async def thinking(run_input: Any, run: RunWriter) -> None:
+        requests.append(to_wire(run_input))
+        if len(requests) == 1:
+            await run.say("answer", message_id="m1")
+            await run.emit(
+                {
+                    "type": "REASONING_ENCRYPTED_VALUE",
+                    "subtype": "message",
+                    "entityId": "m1",
+                    "encryptedValue": "b3BhcXVl\u0000",
+                    "encryptedValueType": "anthropic.signature",
+                }
+            )
+
+    agent = Agent(URL, app=create_app(thinking, path="/agent"))
+    agent.run_sync()
+    agent.run_sync()
+
+    (sent,) = [m for m in requests[1]["messages"] if m["id"] == "m1"]
+    assert ("b3BhcXVl\u0000", "anthropic.signature") == (
+        sent["encryptedValue"],
+        sent["encryptedValueType"],
+    )
+
+
 def test_the_resume_builder_makes_the_protocols_checks() -> None:
     """Every interrupt answered once, only ids that exist, no null payload."""
     pending = [Interrupt(id="a", reason="r"), Interrupt(id="b", reason="r")]

@@ -239,6 +239,20 @@ def test_the_server_sends_1_1_members_to_a_client_declaring_1_1() -> None:
     assert "anthropic.redacted_thinking" == value["encryptedValueType"]
 
 
+@pytest.mark.parametrize("declared", ["1.9", "2.0", "draft"])
+def test_the_server_serves_a_client_declaring_a_newer_or_unreadable_version(
+    declared: str,
+) -> None:
+    """A newer minor of the line is served by construction (the versioning page: it "MUST
+    NOT be rejected for its version"), and aguikit's endpoint refuses no declaration at all:
+    the run is served whole, nothing downgraded."""
+    events = _served(declared)
+
+    assert ["RUN_STARTED", "RUN_FINISHED"] == [events[0]["type"], events[-1]["type"]]
+    (value,) = [e for e in events if e["type"] == "REASONING_ENCRYPTED_VALUE"]
+    assert "anthropic.redacted_thinking" == value["encryptedValueType"]
+
+
 @pytest.mark.parametrize("declared", ["1.0", "0.0.57", None])
 def test_the_server_omits_1_1_members_for_a_client_declaring_an_older_version(
     declared: str | None,
