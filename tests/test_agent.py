@@ -388,12 +388,20 @@ def test_an_encrypted_value_goes_back_unmodified_in_the_next_run_input() -> None
 
 
 def test_the_resume_builder_makes_the_protocols_checks() -> None:
-    """Every interrupt answered once, only ids that exist, no null payload."""
+    """Every interrupt answered once, only ids that exist, no null payload; an interrupt the
+    consumer judges expired "can no longer be answered" (the interrupts page), only
+    abandoned."""
     pending = [Interrupt(id="a", reason="r"), Interrupt(id="b", reason="r")]
     entries = build_resume(pending, {"a": 1}, cancel=["b"])
     assert [to_wire(e) for e in entries] == [
         {"interruptId": "a", "status": "resolved", "payload": 1},
         {"interruptId": "b", "status": "cancelled"},
+    ]
+    expiring = [Interrupt(id="a", reason="r", expires_at="2001-01-01T00:00:00Z")]
+    with pytest.raises(ValueError, match=r"interrupts \['a'\] have expired"):
+        build_resume(expiring, {"a": 1})
+    assert [{"interruptId": "a", "status": "cancelled"}] == [
+        to_wire(e) for e in build_resume(expiring, {}, cancel=["a"])
     ]
     for answers, cancel, words in [
         ({"a": 1}, [], "unanswered"),

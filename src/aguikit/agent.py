@@ -27,6 +27,7 @@ message) and runs again.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import inspect
 import logging
 import uuid
@@ -179,16 +180,37 @@ class _Callbacks:
             setattr(self, name, function)
 
 
+def _expired(interrupt: Interrupt, now: datetime.datetime) -> bool:
+    """Whether this consumer judges ``interrupt`` expired: its ``expiresAt`` read as an ISO
+    8601 date, now or earlier (the format is unconstrained; one that does not parse is not
+    judged expired)."""
+    if interrupt.expires_at is None:
+        return False
+    try:
+        moment = datetime.datetime.fromisoformat(interrupt.expires_at)
+    except ValueError:
+        return False
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment <= now
+
+
 def _coverage_problems(
-    pending: Sequence[str], resolved: Sequence[str], cancelled: Sequence[str]
+    interrupts: Sequence[Interrupt], resolved: Sequence[str], cancelled: Sequence[str]
 ) -> list[str]:
     """
-    What is wrong with answering the ``pending`` interrupts by these entries: the interrupts
+    What is wrong with answering the pending ``interrupts`` by these entries: the interrupts
     page's coverage rule ("The resume list MUST cover every interrupt of the run being
     continued", each entry naming one of them), which the consumer enforces because only it
-    holds both the interrupts and the list.
+    holds both the interrupts and the list; and an interrupt it judges expired "can no
+    longer be answered", only abandoned.
     """
+    pending = [interrupt.id for interrupt in interrupts]
+    now = datetime.datetime.now(datetime.UTC)
+    expired = sorted(i.id for i in interrupts if i.id in resolved and _expired(i, now))
     problems: list[str] = []
+    if expired:
+        problems.append(f"interrupts {expired} have expired: cancel them instead")
     unknown = [i for i in [*resolved, *cancelled] if i not in pending]
     if unknown:
         problems.append(f"no pending interrupt has id {sorted(set(unknown))}")
@@ -217,21 +239,23 @@ def build_resume(
 
     The protocol's checks are made here, before anything is sent: every pending interrupt
     is answered exactly once (resolved or cancelled, not both), every id answered exists,
-    and a resolved payload is not ``null`` (the schema's "any JSON value except null").
+    one whose ``expiresAt`` has passed is cancelled, not resolved, and a resolved payload is
+    not ``null`` (the schema's "any JSON value except null").
+
+    .. versionchanged:: 0.4.0  An expired interrupt can no longer be resolved.
 
     Raises:
         ValueError: naming each id that breaks a check.
     """
-    pending = [interrupt.id for interrupt in interrupts]
     cancelled = list(cancel)
-    problems = _coverage_problems(pending, list(answers), cancelled)
+    problems = _coverage_problems(interrupts, list(answers), cancelled)
     null = sorted(i for i, payload in answers.items() if payload is None)
     if null:
         problems.append(f"a resolved payload may not be null: {null}")
     if problems:
         raise ValueError("cannot build the resume payload: " + "; ".join(problems))
     entries = []
-    for interrupt_id in pending:
+    for interrupt_id in (interrupt.id for interrupt in interrupts):
         if interrupt_id in answers:
             entries.append(
                 ResumeEntry(
@@ -425,7 +449,7 @@ class Agent:
             wire = entry if isinstance(entry, Mapping) else to_wire(entry)
             target = cancelled if wire.get("status") == "cancelled" else resolved
             target.append(str(wire.get("interruptId")))
-        problems = _coverage_problems([i.id for i in self.interrupts], resolved, cancelled)
+        problems = _coverage_problems(self.interrupts, resolved, cancelled)
         answered = {m.tool_call_id for m in self.messages if isinstance(m, ToolMessage)}
         asked = {i.tool_call_id for i in self.interrupts if i.tool_call_id is not None}
         unanswered = [
