@@ -3,7 +3,10 @@ Loader for the official AG-UI conformance corpus, shared by every conformance te
 
 The corpus is not vendored: it lives beside the repository in ``../shared/reference``
 (``AGUIKIT_REFERENCE`` overrides the location).  When it is absent, :func:`streams` returns
-no cases and the tests that parametrize over it skip with a reason instead of failing.
+no cases and the tests that parametrize over it skip with a reason instead of failing,
+except where ``AGUIKIT_REQUIRE_REFERENCE`` is set (CI sets it in ``.ci/run``): there
+:func:`require` fails instead, so a CI run never passes by skipping what it must check.
+The normative specification pages (``upstream/docs/spec/<version>``) are located here too.
 """
 
 from __future__ import annotations
@@ -24,6 +27,29 @@ OFFICIAL_SCHEMA = REFERENCE / "upstream" / "docs" / "spec" / "1.1" / "schema.jso
 """The normative AG-UI 1.1 specification's bundled schema, authoritative for structure."""
 OFFICIAL_FIXTURES = UPSTREAM_SPEC / "1.1" / "fixtures"
 """Where upstream keeps the 1.1 schema's fixture documents (only ``MANIFEST.txt`` is stored)."""
+UPSTREAM_DOCS = REFERENCE / "upstream" / "docs" / "spec"
+"""The normative specification, one folder per version (``1.1/``: its pages and schema)."""
+
+
+REQUIRED_BY = "AGUIKIT_REQUIRE_REFERENCE is set"
+
+
+def required() -> bool:
+    """Whether the reference must be present (CI): its absence then fails, never skips."""
+    return bool(os.environ.get("AGUIKIT_REQUIRE_REFERENCE"))
+
+
+def require(path: Path, what: str) -> None:
+    """
+    Skip the calling test when ``path`` (part of the reference) is absent, naming ``what``;
+    fail instead where :func:`required`, as in CI.
+    """
+    if path.exists():
+        return
+    message = f"{what} not found at {path}"
+    if required():
+        pytest.fail(f"{message} ({REQUIRED_BY})")
+    pytest.skip(message)
 
 
 @attrs.frozen
@@ -82,6 +108,8 @@ def params(selected: list[Stream] | None = None) -> list[Any]:
     """
     cases = streams() if selected is None else selected
     if not cases:
+        if not available() and required():
+            pytest.fail(f"conformance corpus not found at {UPSTREAM_SPEC} ({REQUIRED_BY})")
         return [
             pytest.param(
                 None,

@@ -216,13 +216,193 @@ def test_interrupts_are_pending_after_a_run_and_answered_by_the_resume_builder()
     assert agent.interrupts == []
 
 
+def test_a_run_after_an_interrupt_without_answering_it_is_refused_before_sending() -> None:
+    """The consumer holds the interrupts, so it enforces coverage: running on past a pending
+    interrupt (the interrupts page: "MUST NOT silently continue past an interrupt it has no
+    entry for") raises before the request is made, naming it."""
+    requests: list[Any] = []
+
+    async def pausing(run_input: Any, run: RunWriter) -> None:
+        requests.append(run_input)
+        run.interrupt("approval", interrupt_id="i1", message="Delete it?")
+
+    agent = Agent(URL, app=create_app(pausing, path="/agent"))
+    agent.run_sync()
+
+    with pytest.raises(ValueError, match=r"unanswered interrupts \['i1'\]"):
+        agent.run_sync()
+    assert 1 == len(requests)
+
+
+def test_a_resume_must_answer_exactly_the_interrupts_the_agent_holds() -> None:
+    """A hand-written resume list is checked like build_resume's: every entry names a
+    pending interrupt (the interrupts page: each ``interruptId`` "MUST name an interrupt
+    from the run being continued") and every pending interrupt has one; nothing is sent."""
+    requests: list[Any] = []
+
+    async def pausing(run_input: Any, run: RunWriter) -> None:
+        requests.append(run_input)
+        if not run_input.resume:
+            run.interrupt("approval", interrupt_id="i1")
+            run.interrupt("approval", interrupt_id="i2")
+
+    agent = Agent(URL, app=create_app(pausing, path="/agent"))
+    agent.run_sync()
+    for resume, words in [
+        ([{"interruptId": "i1", "status": "resolved", "payload": True}], "unanswered"),
+        (
+            [
+                {"interruptId": "i1", "status": "resolved", "payload": True},
+                {"interruptId": "i2", "status": "cancelled"},
+                {"interruptId": "i9", "status": "cancelled"},
+            ],
+            "no pending interrupt has id",
+        ),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            agent.run_sync(resume=resume)
+    assert 1 == len(requests)
+    agent.run_sync(
+        resume=[
+            {"interruptId": "i1", "status": "resolved", "payload": True},
+            {"interruptId": "i2", "status": "cancelled"},
+        ]
+    )
+    assert 2 == len(requests)
+    assert [] == agent.interrupts
+
+
+def test_a_run_with_a_tool_call_left_unanswered_is_refused_before_sending() -> None:
+    """A frontend call left pending must be answered before the thread continues (the tool
+    calls page: "A thread that continues MUST answer every one of them first"); with its
+    tool message added, the run goes."""
+    requests: list[Any] = []
+
+    async def asking(run_input: Any, run: RunWriter) -> None:
+        requests.append(run_input)
+        if len(requests) == 1:
+            await run.call_tool("confirm_order", {"id": 7})
+
+    agent = Agent(URL, app=create_app(asking, path="/agent"))
+    first = agent.run_sync()
+    (call,) = first.pending_tool_calls
+
+    with pytest.raises(ValueError, match=f"tool calls \\['{call.id}'\\] have no tool message"):
+        agent.run_sync()
+    assert 1 == len(requests)
+    agent.add_message({"id": "t1", "role": "tool", "toolCallId": call.id, "content": "yes"})
+    agent.run_sync()
+    assert 2 == len(requests)
+
+
+def test_a_run_result_says_how_the_run_ended() -> None:
+    """A failed run is surfaced as failed and a cancelled one as neither success nor failure
+    (the lifecycle page), in ``RunResult.outcome``; pending tool calls are derived from the
+    conversation, whatever the outcome lists (the tool calls page: absence is not "nothing
+    pending")."""
+
+    async def ending(run_input: Any, run: RunWriter) -> None:
+        how = run_input.forwarded_props["how"]
+        if how == "error":
+            raise RuntimeError("model unavailable")
+        if how == "pending":
+            await run.call_tool("chart", {})
+        if how == "cancelled":
+            await run.emit(
+                {
+                    "type": "RUN_FINISHED",
+                    "threadId": run_input.thread_id,
+                    "runId": run_input.run_id,
+                    "outcome": {"type": "cancelled"},
+                }
+            )
+
+    app = create_app(ending, path="/agent", mode="audit")
+    outcomes = {}
+    for how in ("finished", "error", "pending", "cancelled"):
+        agent = Agent(URL, app=app, forwarded_props={"how": how})
+        result = agent.run_sync()
+        assert result.outcome is not None
+        outcomes[how] = (
+            result.outcome.status,
+            [c.function.name for c in result.pending_tool_calls],
+        )
+
+    assert {
+        "finished": ("finished", []),
+        "error": ("error", []),
+        "pending": ("finished", ["chart"]),
+        "cancelled": ("cancelled", []),
+    } == outcomes
+
+
+def test_middleware_filters_tool_calls_in_either_form() -> None:
+    """A middleware must be prepared for chunks as well as the explicit triad (the
+    processing page): a blocked call's id-less continuation chunks go with it."""
+
+    async def chunked(run_input: Any, run: RunWriter) -> None:
+        for document in (
+            {"type": "TOOL_CALL_CHUNK", "toolCallId": "c1", "toolCallName": "secret", "delta": "{"},
+            {"type": "TOOL_CALL_CHUNK", "delta": "}"},
+            {"type": "TOOL_CALL_CHUNK", "toolCallId": "c2", "toolCallName": "ok", "delta": "{"},
+            {"type": "TOOL_CALL_CHUNK", "delta": "}"},
+        ):
+            await run.emit(document)
+
+    agent = Agent(URL, app=create_app(chunked, path="/agent"))
+    agent.use(filter_tool_calls(block=["secret"]))
+    result = agent.run_sync()
+
+    calls = [c for m in result.messages for c in (getattr(m, "tool_calls", None) or [])]
+    assert [("c2", "ok", "{}")] == [(c.id, c.function.name, c.function.arguments) for c in calls]
+
+
+def test_an_encrypted_value_goes_back_unmodified_in_the_next_run_input() -> None:
+    """The consumer stores an encrypted value with the message it names and returns it
+    unmodified, its type with it, in later run input (the reasoning page), so the producer
+    can restore what it stands for."""
+    requests: list[Any] = []
+
+    async def thinking(run_input: Any, run: RunWriter) -> None:
+        requests.append(to_wire(run_input))
+        if len(requests) == 1:
+            await run.say("answer", message_id="m1")
+            await run.emit(
+                {
+                    "type": "REASONING_ENCRYPTED_VALUE",
+                    "subtype": "message",
+                    "entityId": "m1",
+                    "encryptedValue": "b3BhcXVl\u0000",
+                    "encryptedValueType": "anthropic.signature",
+                }
+            )
+
+    agent = Agent(URL, app=create_app(thinking, path="/agent"))
+    agent.run_sync()
+    agent.run_sync()
+
+    (sent,) = [m for m in requests[1]["messages"] if m["id"] == "m1"]
+    assert ("b3BhcXVl\u0000", "anthropic.signature") == (
+        sent["encryptedValue"],
+        sent["encryptedValueType"],
+    )
+
+
 def test_the_resume_builder_makes_the_protocols_checks() -> None:
-    """Every interrupt answered once, only ids that exist, no null payload."""
+    """Every interrupt answered once, only ids that exist, no null payload; an interrupt the
+    consumer judges expired "can no longer be answered" (the interrupts page), only
+    abandoned."""
     pending = [Interrupt(id="a", reason="r"), Interrupt(id="b", reason="r")]
     entries = build_resume(pending, {"a": 1}, cancel=["b"])
     assert [to_wire(e) for e in entries] == [
         {"interruptId": "a", "status": "resolved", "payload": 1},
         {"interruptId": "b", "status": "cancelled"},
+    ]
+    expiring = [Interrupt(id="a", reason="r", expires_at="2001-01-01T00:00:00Z")]
+    with pytest.raises(ValueError, match=r"interrupts \['a'\] have expired"):
+        build_resume(expiring, {"a": 1})
+    assert [{"interruptId": "a", "status": "cancelled"}] == [
+        to_wire(e) for e in build_resume(expiring, {}, cancel=["a"])
     ]
     for answers, cancel, words in [
         ({"a": 1}, [], "unanswered"),

@@ -27,6 +27,7 @@ from aguikit.models import (
     ReasoningStartEvent,
     RemoveOperation,
     ReplaceOperation,
+    RunErrorEvent,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunStartedEvent,
@@ -398,20 +399,47 @@ def thinking() -> list[Any]:
         ]
 
 
-def test_encrypted_values_attach_to_messages_and_tool_calls_and_unknown_ones_are_ignored() -> None:
-    """An entity the consumer does not know is tolerated, not an error."""
-    applier = applied(
+def test_encrypted_values_attach_to_messages_and_tool_calls_and_unknown_ones_warn() -> None:
+    """An entity the consumer does not know is tolerated, not an error, and dropped with a
+    warning (the reasoning page: "a consumer SHOULD warn and MAY drop it"); an activity
+    message, which holds no encrypted value, counts as unknown."""
+    warned: list[str] = []
+    applier = Applier(on_warning=lambda symbol, message: warned.append(message))
+    for event in (
         ToolCallStartEvent(tool_call_id="c", tool_call_name="f", parent_message_id="m"),
         ReasoningEncryptedValueEvent(subtype="tool-call", entity_id="c", encrypted_value="T"),
         ReasoningEncryptedValueEvent(subtype="message", entity_id="m", encrypted_value="M"),
-    )
-    changed = applier.apply(
-        ReasoningEncryptedValueEvent(subtype="message", entity_id="nobody", encrypted_value="x")
-    )
+        ActivitySnapshotEvent(message_id="a", activity_type="search", content={}),
+    ):
+        applier.apply(event)
+    changed = [
+        applier.apply(
+            ReasoningEncryptedValueEvent(subtype=kind, entity_id=entity, encrypted_value="x")
+        )
+        for kind, entity in (("message", "nobody"), ("tool-call", "nocall"), ("message", "a"))
+    ]
 
     message = wire(applier)[0]
     assert ("M", "T") == (message["encryptedValue"], message["toolCalls"][0]["encryptedValue"])
-    assert What.NOTHING == changed.what
+    assert {What.NOTHING} == {change.what for change in changed}
+    assert ["nobody", "nocall", "a"] == [text.split("'")[1] for text in warned]
+    assert "encryptedValue" not in wire(applier)[1]
+
+
+def test_a_run_error_abandons_the_subagents_still_running() -> None:
+    """RUN_ERROR ends everything: an invocation still running will get no closing event,
+    and is marked abandoned (the subagents page: "A consumer MUST treat every open
+    invocation as abandoned when a run errors"); one that closed keeps its outcome."""
+    applier = applied(
+        SubagentStartedEvent(subagent_run_id="s1", name="a"),
+        SubagentStartedEvent(subagent_run_id="s2", name="b"),
+        SubagentFinishedEvent(subagent_run_id="s2"),
+        RunErrorEvent(message="out of budget"),
+    )
+
+    assert [SubagentStatus.ABANDONED, SubagentStatus.FINISHED] == [
+        subagent.status for subagent in applier.subagents
+    ]
 
 
 def test_subagents_run_suspend_resume_and_fail() -> None:

@@ -18,6 +18,7 @@ from aguikit.errors import (
     DecodeError,
     HTTPStatusError,
     ProtocolError,
+    SchemaValidationError,
     TransportError,
     TruncatedStreamError,
 )
@@ -272,6 +273,87 @@ def test_legacy_binary_part_is_upgraded_to_a_modern_media_part() -> None:
             "metadata": {"filename": "a.ogg"},
         }
     ] == body["messages"][0]["content"]
+
+
+def test_the_request_leaves_out_activity_messages_and_undescribed_material_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Immediately before transmission the client removes what the schema does not describe
+    and says so (the processing page's "Outgoing material"), and activity messages, which
+    never travel back to the producer (the run input page: "a consumer MUST strip them");
+    a malformed known field still raises before anything is sent."""
+    warnings: list[str] = []
+    body = prepare_input(
+        support.run_input(
+            messages=[
+                {"id": "a1", "role": "activity", "activityType": "search", "content": {}},
+                {"id": "u1", "role": "user", "content": "hi", "mood": "curious"},
+            ],
+            futureInput={"x": 1},
+        ),
+        warnings=warnings,
+    )
+
+    assert (
+        support.run_input(
+            messages=[{"id": "u1", "role": "user", "content": "hi"}],
+            protocolVersion=PROTOCOL_VERSION,
+        )
+        == body
+    )
+    assert ["/messages/1/mood", "/futureInput"] == [w.split("'")[1] for w in warnings]
+    assert [f"request: {w}" for w in warnings] == [r.getMessage() for r in caplog.records]
+    with pytest.raises(SchemaValidationError):
+        prepare_input(support.run_input(messages=[{"id": "u1", "role": "user", "content": 5}]))
+
+
+def test_a_lossy_downgrade_names_what_it_dropped_and_what_keeps_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A downgrade that drops content warns, naming the shape dropped and the version that
+    keeps it (the versioning page: "It MUST identify the shape that was dropped, and
+    SHOULD say what to upgrade to remove it"), and is never silent by default."""
+    message = {
+        "id": "u1",
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image", "source": {"type": "url", "value": "https://x/a.png"}},
+        ],
+        "encryptedValue": "b3BhcXVl",
+        "encryptedValueType": "acme.sig",
+    }
+    for peer, expected in (
+        ("1.0", ["/messages/0/encryptedValueType left out", "a peer of 1.1 keeps it"]),
+        ("0.0.39", ["DROPS non-text parts: image", "a peer of 0.0.40 or newer keeps them"]),
+    ):
+        warnings: list[str] = []
+        caplog.clear()
+        prepare_input(
+            support.run_input(messages=[message]), max_protocol_version=peer, warnings=warnings
+        )
+
+        assert all(any(part in w for w in warnings) for part in expected), warnings
+        assert len(warnings) == len(caplog.records)
+
+
+def test_a_run_folds_its_deltas_against_the_state_its_input_carried(
+    server: RecordingServer,
+) -> None:
+    """The consumer's baseline at the start of a run is the input's state (the snapshots
+    page), so the run's first STATE_DELTA applies to it rather than to ``{}``."""
+    stream = [
+        support.run_started(),
+        support.state_delta([{"op": "replace", "path": "/count", "value": 2}]),
+        support.run_finished(),
+    ]
+    url = server.add("/agent", Route([support.sse_bytes(stream)]))
+    client = AgentClient(url)
+
+    list(client.run_sync(support.run_input(state={"count": 1, "name": "n"})))
+
+    assert {"count": 2, "name": "n"} == client.state
+    assert [] == client.session.warnings
 
 
 # --- the corpus's request expectations ---------------------------------------------------

@@ -217,6 +217,7 @@ def _served(declared: str | None) -> list[dict[str, Any]]:
     async def main() -> list[dict[str, Any]]:
         run = RunWriter(request)
         async with run:
+            await run.say("thinking done", message_id="m0")
             await run.emit(
                 {
                     "type": "REASONING_ENCRYPTED_VALUE",
@@ -235,6 +236,20 @@ def test_the_server_sends_1_1_members_to_a_client_declaring_1_1() -> None:
     """A current peer gets everything the event carries."""
     (value,) = [e for e in _served("1.1") if e["type"] == "REASONING_ENCRYPTED_VALUE"]
 
+    assert "anthropic.redacted_thinking" == value["encryptedValueType"]
+
+
+@pytest.mark.parametrize("declared", ["1.9", "2.0", "draft"])
+def test_the_server_serves_a_client_declaring_a_newer_or_unreadable_version(
+    declared: str,
+) -> None:
+    """A newer minor of the line is served by construction (the versioning page: it "MUST
+    NOT be rejected for its version"), and aguikit's endpoint refuses no declaration at all:
+    the run is served whole, nothing downgraded."""
+    events = _served(declared)
+
+    assert ["RUN_STARTED", "RUN_FINISHED"] == [events[0]["type"], events[-1]["type"]]
+    (value,) = [e for e in events if e["type"] == "REASONING_ENCRYPTED_VALUE"]
     assert "anthropic.redacted_thinking" == value["encryptedValueType"]
 
 

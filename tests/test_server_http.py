@@ -175,6 +175,23 @@ def test_an_invalid_body_is_422_listing_each_problem_with_its_pointer() -> None:
     assert {"/threadId", "/messages/0"} <= {i["pointer"] for i in response.json()["issues"]}
 
 
+def test_an_input_member_the_endpoint_does_not_know_does_not_invalidate_it() -> None:
+    """The processing model's asymmetry binds the run input too: a member a newer client
+    adds leaves the input valid and the run is served, while a malformed known field is
+    refused (the processing page: "A producer receiving a run input MUST apply the same
+    asymmetry to it")."""
+    body = {
+        **BODY,
+        "futureInput": {"x": 1},
+        "messages": [{"id": "u", "role": "user", "content": "hi", "mood": 1}],
+    }
+    with serve_asgi(create_app(greet)) as url:
+        response = httpx.post(url + "/", json=body)
+
+    assert 200 == response.status_code
+    assert "RUN_FINISHED" in response.text
+
+
 def test_a_body_that_is_not_json_is_400() -> None:
     with serve_asgi(create_app(greet)) as url:
         response = httpx.post(url + "/", content=b"{not json")

@@ -236,6 +236,18 @@ def test_each_runs_outcome_is_recorded_finished_error_interrupted_cancelled() ->
     assert ["i1"] == [i.id for i in runs[2].interrupts]
 
 
+def test_a_late_run_error_fails_the_run_that_had_finished() -> None:
+    """A RUN_ERROR after RUN_FINISHED reports a failure that surfaced after success: the
+    lifecycle page's "A consumer MUST treat the run as failed in that case" makes that run's
+    one outcome the error, not a success with an error beside it."""
+    session = Session()
+    session.feed_all([START, FINISH, {"type": "RUN_ERROR", "message": "flush failed"}])
+
+    assert [("r", "error", "flush failed", 0, 2)] == [
+        (r.run_id, r.status, r.message, r.started_at, r.ended_at) for r in session.runs
+    ]
+
+
 def test_a_run_error_before_any_run_started_is_a_run_of_its_own() -> None:
     """The protocol allows a run to fail before it began (AGUI-V001's exception)."""
     session = Session()

@@ -15,9 +15,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aguikit._generated import agui_pb2 as pb
 from aguikit.errors import AguiError, DecodeError, LimitExceededError
-from aguikit.proto import aiter_proto, encode_proto_frame, iter_proto, iter_proto_wire
+from aguikit.proto import (
+    aiter_proto,
+    encode_message,
+    encode_proto_frame,
+    iter_proto,
+    iter_proto_wire,
+)
+from aguikit.session import Session
 from aguikit.transport.proto import FrameDecoder, encode_frame, iter_frames, looks_like_frames
+from aguikit.wire import to_wire
 
 EVENTS: list[dict[str, Any]] = [
     {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
@@ -124,3 +133,52 @@ def test_hostile_bytes_raise_only_aguikit_errors(data: bytes, cuts: list[int]) -
     for stream in (data, STREAM[: len(data)] + data, encode_frame(data)):
         with contextlib.suppress(AguiError):
             list(iter_proto(_cut(stream, cuts), max_message_bytes=1024))
+
+
+def _varint(number: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, number = number & 0x7F, number >> 7
+        out.append(low | (0x80 if number else 0))
+        if not number:
+            return bytes(out)
+
+
+def test_an_envelope_arm_this_build_does_not_know_is_dropped_with_a_warning() -> None:
+    """A frame whose envelope names an arm this build predates (here field 999, an event
+    from a newer protocol) is handed on as an unknown type, so the session drops it with a
+    warning and the run survives (the processing page: "Such a frame MUST be dropped, with a
+    warning, rather than failing the run"), as SSE's unknown type is."""
+    arm = _varint((999 << 3) | 2) + _varint(2) + b"\x08\x01"
+    frames = [
+        encode_proto_frame(EVENTS[0]),
+        encode_frame(arm),
+        encode_proto_frame(EVENTS[-1]),
+    ]
+    session = Session()
+
+    session.feed_all(iter_proto_wire(frames))
+    session.finish()
+
+    assert ["RUN_STARTED", "RUN_FINISHED"] == [event.type for event in session.delivered]
+    assert [("AGUI-W001", "ag_ui.Event#999")] == [
+        (w.rule, w.message.split("'")[1]) for w in session.warnings
+    ]
+
+
+def test_an_unrecognised_outcome_survives_decoding_and_is_stripped_by_the_receiver() -> None:
+    """An outcome rides the envelope as its type name; a name this build does not know is
+    not refused at decode time but stripped by the receiver, with a warning, as on SSE (the
+    protobuf binding: "the binding MUST NOT reject it at decode time")."""
+    message = pb.Event()
+    message.ParseFromString(encode_message(EVENTS[-1]))
+    message.run_finished.outcome = "paused"
+    frames = [encode_proto_frame(EVENTS[0]), encode_frame(message.SerializeToString())]
+    session = Session()
+
+    (decoded,) = list(iter_proto_wire(frames))[1:]
+    session.feed_all(iter_proto_wire(frames))
+
+    assert {"type": "paused"} == decoded["outcome"]
+    assert "outcome" not in to_wire(session.delivered[-1])
+    assert ["AGUI-W002"] == [w.rule for w in session.warnings]

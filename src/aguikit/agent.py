@@ -27,6 +27,7 @@ message) and runs again.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import inspect
 import logging
 import uuid
@@ -39,6 +40,7 @@ import jiter
 
 from ._generated.models import (
     AgentCapabilities,
+    AssistantMessage,
     Interrupt,
     Message,
     ResumeEntry,
@@ -52,13 +54,14 @@ from ._generated.models import (
     ToolCallArgsEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    ToolMessage,
 )
 from ._generated.registry import PROTOCOL_VERSION
 from .changes import What
 from .client import AgentClient, prepare_input
 from .errors import AguiError
 from .models import Event
-from .session import Session, Update
+from .session import RunOutcome, Session, Update
 from .transport.asgi import ASGIStreamTransport
 from .transport.http import DEFAULT_TIMEOUT, aget_json
 from .wire import parse_as, parse_message, to_wire
@@ -115,7 +118,8 @@ class Subscriber(Protocol):
 
 @attrs.frozen
 class RunResult:
-    """What one :meth:`Agent.run` left: the conversation and state, and what it waits on."""
+    """What one :meth:`Agent.run` left: the conversation and state, how the run ended, and
+    what it waits on."""
 
     run_id: str
     messages: list[Message]
@@ -125,6 +129,13 @@ class RunResult:
     interrupts: list[Interrupt]
     """The interrupts the run paused on; answer them with :meth:`Agent.resume_with`."""
     aborted: bool = False
+    outcome: RunOutcome | None = None
+    """How the run ended (``outcome.status``: ``finished``, ``error`` with the producer's
+    message and code, ``interrupted``, ``cancelled``; ``running`` after :meth:`Agent.abort`),
+    so a failed or cancelled run is never mistaken for a success.
+
+    .. versionadded:: 0.4.0
+    """
 
     @property
     def pending_tool_calls(self) -> list[ToolCall]:
@@ -169,6 +180,53 @@ class _Callbacks:
             setattr(self, name, function)
 
 
+def _expired(interrupt: Interrupt, now: datetime.datetime) -> bool:
+    """Whether this consumer judges ``interrupt`` expired: its ``expiresAt`` read as an ISO
+    8601 date, now or earlier (the format is unconstrained; one that does not parse is not
+    judged expired)."""
+    if interrupt.expires_at is None:
+        return False
+    try:
+        moment = datetime.datetime.fromisoformat(interrupt.expires_at)
+    except ValueError:
+        return False
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment <= now
+
+
+def _coverage_problems(
+    interrupts: Sequence[Interrupt], resolved: Sequence[str], cancelled: Sequence[str]
+) -> list[str]:
+    """
+    What is wrong with answering the pending ``interrupts`` by these entries: the interrupts
+    page's coverage rule ("The resume list MUST cover every interrupt of the run being
+    continued", each entry naming one of them), which the consumer enforces because only it
+    holds both the interrupts and the list; and an interrupt it judges expired "can no
+    longer be answered", only abandoned.
+    """
+    pending = [interrupt.id for interrupt in interrupts]
+    now = datetime.datetime.now(datetime.UTC)
+    expired = sorted(i.id for i in interrupts if i.id in resolved and _expired(i, now))
+    problems: list[str] = []
+    if expired:
+        problems.append(f"interrupts {expired} have expired: cancel them instead")
+    unknown = [i for i in [*resolved, *cancelled] if i not in pending]
+    if unknown:
+        problems.append(f"no pending interrupt has id {sorted(set(unknown))}")
+    both = sorted(set(resolved) & set(cancelled))
+    if both:
+        problems.append(f"answered and cancelled at once: {both}")
+    if len(set(cancelled)) != len(cancelled):
+        problems.append("an interrupt is cancelled twice")
+    if len(set(resolved)) != len(resolved):
+        problems.append("an interrupt is answered twice")
+    missing = [i for i in pending if i not in resolved and i not in cancelled]
+    if missing:
+        problems.append(f"unanswered interrupts {missing}: answer or cancel each")
+    return problems
+
+
 def build_resume(
     interrupts: Sequence[Interrupt],
     answers: Mapping[str, Any],
@@ -181,32 +239,23 @@ def build_resume(
 
     The protocol's checks are made here, before anything is sent: every pending interrupt
     is answered exactly once (resolved or cancelled, not both), every id answered exists,
-    and a resolved payload is not ``null`` (the schema's "any JSON value except null").
+    one whose ``expiresAt`` has passed is cancelled, not resolved, and a resolved payload is
+    not ``null`` (the schema's "any JSON value except null").
+
+    .. versionchanged:: 0.4.0  An expired interrupt can no longer be resolved.
 
     Raises:
         ValueError: naming each id that breaks a check.
     """
-    pending = [interrupt.id for interrupt in interrupts]
     cancelled = list(cancel)
-    problems: list[str] = []
-    unknown = [i for i in [*answers, *cancelled] if i not in pending]
-    if unknown:
-        problems.append(f"no pending interrupt has id {sorted(set(unknown))}")
-    both = sorted(set(answers) & set(cancelled))
-    if both:
-        problems.append(f"answered and cancelled at once: {both}")
-    if len(set(cancelled)) != len(cancelled):
-        problems.append("an interrupt is cancelled twice")
-    missing = [i for i in pending if i not in answers and i not in cancelled]
-    if missing:
-        problems.append(f"unanswered interrupts {missing}: answer or cancel each")
+    problems = _coverage_problems(interrupts, list(answers), cancelled)
     null = sorted(i for i, payload in answers.items() if payload is None)
     if null:
         problems.append(f"a resolved payload may not be null: {null}")
     if problems:
         raise ValueError("cannot build the resume payload: " + "; ".join(problems))
     entries = []
-    for interrupt_id in pending:
+    for interrupt_id in (interrupt.id for interrupt in interrupts):
         if interrupt_id in answers:
             entries.append(
                 ResumeEntry(
@@ -366,14 +415,57 @@ class Agent:
         """
         Run the agent once with the conversation so far; returns what the run left.
 
+        A run continues the thread, so before anything is sent it must answer what the last
+        one left: every pending interrupt by an entry of ``resume`` (resolved or cancelled;
+        :meth:`resume_with` builds them), and every tool call of the conversation by a tool
+        message (:meth:`add_message`), except a call a pending interrupt names, which its
+        resume entry answers.
+
+        .. versionchanged:: 0.4.0  Refuses to continue past an unanswered interrupt or tool
+           call, and checks ``resume`` against the pending interrupts.
+
         Raises:
+            ValueError: An interrupt or a tool call is left unanswered, or a resume entry
+                names no pending interrupt (nothing was sent).
             RuntimeError: A run is already in progress on this agent.
             AguiError: The request or the stream failed (messages and state are left as
                 the session held them before the failing event).
             ExceptionGroup: One or more subscribers raised (after the run settled).
         """
+        self._check_continuation(resume or ())
         run_id = str(uuid.uuid4())
         return await self._run(run_id, self._body(run_id, resume), join=False)
+
+    def _check_continuation(self, resume: Sequence[ResumeEntry | Mapping[str, Any]]) -> None:
+        """
+        Refuse a run that would continue past what the last one left unanswered: an
+        interrupt (the interrupts page: a consumer "MUST reject a resuming input that leaves
+        an interrupt uncovered before the run starts") or a tool call (the tool calls page:
+        "A thread that continues MUST answer every one of them first").
+        """
+        resolved: list[str] = []
+        cancelled: list[str] = []
+        for entry in resume:
+            wire = entry if isinstance(entry, Mapping) else to_wire(entry)
+            target = cancelled if wire.get("status") == "cancelled" else resolved
+            target.append(str(wire.get("interruptId")))
+        problems = _coverage_problems(self.interrupts, resolved, cancelled)
+        answered = {m.tool_call_id for m in self.messages if isinstance(m, ToolMessage)}
+        asked = {i.tool_call_id for i in self.interrupts if i.tool_call_id is not None}
+        unanswered = [
+            call.id
+            for message in self.messages
+            if isinstance(message, AssistantMessage)
+            for call in message.tool_calls or ()
+            if call.id not in answered and call.id not in asked
+        ]
+        if unanswered:
+            problems.append(
+                f"tool calls {unanswered} have no tool message: answer each with "
+                "add_message({'role': 'tool', 'toolCallId': ..., 'content': ...})"
+            )
+        if problems:
+            raise ValueError("cannot continue the thread: " + "; ".join(problems))
 
     async def join(self, run_id: str) -> RunResult:
         """
@@ -464,6 +556,7 @@ class Agent:
         self.state = session.state
         self.interrupts = list(session.interrupts)
         new = [m for m in self.messages if m.id not in before]
+        runs = session.runs
         return RunResult(
             run_id=run_id,
             messages=list(self.messages),
@@ -471,6 +564,7 @@ class Agent:
             state=self.state,
             interrupts=list(self.interrupts),
             aborted=aborted,
+            outcome=runs[-1] if runs else None,
         )
 
     # --- capabilities -----------------------------------------------------------------------
@@ -576,6 +670,12 @@ def filter_tool_calls(
     Middleware dropping every event of the tool calls whose name is not allowed (or is
     blocked): start, arguments, end, chunks and result, keyed by the call's id, so the
     folded conversation never shows them.
+
+    It reads either form, as the processing page asks of any middleware: a chunk that names
+    no call continues its lane's chunked call (its ``subagentRunId``'s; an untagged one the
+    parent's, else the only lane's), and is dropped with it.
+
+    .. versionchanged:: 0.4.0  Drops the id-less continuation chunks of a dropped call.
     """
     allowed = None if allow is None else frozenset(allow)
     blocked = frozenset(block)
@@ -585,10 +685,17 @@ def filter_tool_calls(
 
     async def middleware(events: AsyncIterator[EventLike]) -> AsyncIterator[EventLike]:
         dropped: set[str] = set()
+        lanes: dict[Any, Any] = {}  # owner -> the call its last id-bearing chunk named
         async for item in events:
             kind = _field(item, "type", "type")
             if kind in _TOOL_EVENTS:
                 call_id = _field(item, "toolCallId", "tool_call_id")
+                if kind == "TOOL_CALL_CHUNK":
+                    owner = _field(item, "subagentRunId", "subagent_run_id")
+                    if call_id is not None:
+                        lanes[owner] = call_id
+                    elif owner in lanes or len(lanes) == 1:
+                        call_id = lanes.get(owner, next(iter(lanes.values())))
                 name = _field(item, "toolCallName", "tool_call_name")
                 if isinstance(name, str) and not keep(name):
                     dropped.add(call_id)

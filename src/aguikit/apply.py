@@ -753,7 +753,7 @@ class Applier:
         if event.subtype == "tool-call":
             call = self._calls.get(entity)
             if call is None:
-                return NOTHING
+                return self._encrypted_nowhere(entity, "no tool call has that id")
             call.encrypted_value = event.encrypted_value
             # The format belongs to the value: a new value without one clears the old one.
             call.encrypted_value_type = event.encrypted_value_type
@@ -765,13 +765,24 @@ class Applier:
             )
         index = self._pos.get(entity)
         if index is None:
-            return NOTHING  # an entity this consumer does not know: tolerated
+            return self._encrypted_nowhere(entity, "no message has that id")
         message = self._messages[index]
         if isinstance(message, ActivityMessage):
-            return NOTHING
+            # Activity messages carry no encrypted value by schema: naming one is naming
+            # nothing the consumer knows (the reasoning page).
+            return self._encrypted_nowhere(
+                entity, "it is an activity message, which holds no encrypted value"
+            )
         message.encrypted_value = event.encrypted_value
         message.encrypted_value_type = event.encrypted_value_type
         return self._change(self._what(entity), ChangeKind.ENCRYPTED_VALUE, entity)
+
+    def _encrypted_nowhere(self, entity: str, reason: str) -> Changed:
+        """An encrypted value naming nothing that can hold it: dropped, with a warning, and
+        never fatal (the reasoning page: "a consumer SHOULD warn and MAY drop it, and MUST
+        NOT fail the run over it")."""
+        self._warn("AGUI-W015", entity_id=entity, reason=reason)
+        return NOTHING
 
     # ---- activities -----------------------------------------------------------------------
 
@@ -937,6 +948,12 @@ class Applier:
             raise TypeError(f"message must be a string, not {type(message).__name__}")
         if code is not None and not isinstance(code, str):
             raise TypeError(f"code must be a string, not {type(code).__name__}")
+        # RUN_ERROR ends everything: an invocation still running is abandoned, and no
+        # closing event will come for it.
+        subagents = self._subagents
+        for index, subagent in enumerate(subagents):
+            if subagent.status is SubagentStatus.RUNNING:
+                subagents[index] = attrs.evolve(subagent, status=SubagentStatus.ABANDONED)
         return Changed(What.RUN, ChangeKind.RUN_ERROR)
 
     def _subagent_change(self, index: int, kind: ChangeKind) -> Changed:

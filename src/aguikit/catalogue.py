@@ -248,6 +248,16 @@ RULES: Final[tuple[Rule, ...]] = (
         "{event_type} names thread '{got}' but the stream's thread is '{entity_id}': {detail}",
         (_rs(), _rf(thread="t2")),
     ),
+    Rule(
+        "AGUI-V010",
+        "run-id-reused",
+        "A runId names one run: a stream's runs (all on one thread) never reuse one",
+        'spec 1.1 basic/index, Identifiers: runId "MUST NOT be reused for another run on the '
+        'same thread"',
+        "{event_type} names run '{entity_id}', which an earlier run of this stream already "
+        "used; every run gets a runId of its own",
+        (_rs(), _rf(), _rs(), _rf()),
+    ),
     # -- text messages and tool calls ---------------------------------------------------
     Rule(
         "AGUI-V011",
@@ -487,6 +497,21 @@ RULES: Final[tuple[Rule, ...]] = (
         "seed rule 12; corpus subagent-finished-unstarted-fatal",
         "{event_type}: no active subagent found with ID '{entity_id}'; send SUBAGENT_STARTED first",
         (_rs(), {"type": "SUBAGENT_FINISHED", "subagentRunId": "s1"}, _rf()),
+    ),
+    Rule(
+        "AGUI-V055",
+        "subagent-announced-late",
+        "A SUBAGENT_STARTED comes before every event attributed to that invocation in the run "
+        "(attributing without announcing at all is fine)",
+        'spec 1.1 events/subagents, Lifecycle: "A producer that announces an invocation MUST '
+        'do so before any event attributed to it"',
+        "{event_type} announces subagent '{entity_id}' after {attributed} of its events: an "
+        "invocation is announced before any event attributed to it, or not at all",
+        (
+            _rs(),
+            {"type": "STEP_STARTED", "stepName": "search", "subagentRunId": "s1"},
+            _sub("s1"),
+        ),
     ),
     # -- attribution --------------------------------------------------------------------
     Rule(
@@ -822,6 +847,27 @@ RULES: Final[tuple[Rule, ...]] = (
         severity=Severity.WARNING,
         stage=Stage.APPLIER,
     ),
+    Rule(
+        "AGUI-W015",
+        "encrypted-value-unknown-entity",
+        "A REASONING_ENCRYPTED_VALUE naming no message or tool call the consumer holds is "
+        "dropped, and the run goes on",
+        'spec 1.1 events/reasoning, Error Handling: "a consumer SHOULD warn and MAY drop it, '
+        'and MUST NOT fail the run over it"; corpus encrypted-value-unknown-entity-tolerated',
+        "REASONING_ENCRYPTED_VALUE for '{entity_id}': {reason}; the value is dropped.",
+        (
+            _rs(),
+            {
+                "type": "REASONING_ENCRYPTED_VALUE",
+                "subtype": "message",
+                "entityId": "nowhere",
+                "encryptedValue": "b3BhcXVl",
+            },
+            _rf(),
+        ),
+        severity=Severity.WARNING,
+        stage=Stage.APPLIER,
+    ),
     # -- what a producer's writer repaired ------------------------------------------------
     Rule(
         "AGUI-W021",
@@ -1080,6 +1126,101 @@ RULES: Final[tuple[Rule, ...]] = (
         "spec concepts/tools (ToolCall.function.arguments is JSON text); ag-ui-validate AGUI204",
         "the arguments of tool call '{entity_id}' are not JSON: {detail}",
         (_rs(), _cs(), _ca(delta='{"city":'), _ca(delta="oops}"), _ce(), _rf()),
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-K009",
+        "token-usage-inconsistent",
+        "A usage entry keeps the protocol's one accounting: cached, cache-write and reasoning "
+        "counts are parts of their totals, and totalTokens is inputTokens plus outputTokens",
+        'spec 1.1 events/lifecycle, Token usage: "A producer whose provider reports one of '
+        'these beside a smaller total MUST add it into the total"; "MUST NOT copy a '
+        "provider's total that counts differently\"",
+        "{event_type} usage entry {entity_id}: {detail}",
+        (
+            _rs(),
+            _rf(usage=[{"inputTokens": 10, "cachedInputTokens": 900, "outputTokens": 5}]),
+        ),
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-K010",
+        "pending-tool-calls-mismatch",
+        "A success outcome's pendingToolCallIds lists exactly the tool calls the run started "
+        "and did not answer with TOOL_CALL_RESULT",
+        'spec 1.1 events/tool-calls, Frontend tools: "when it does, the list MUST contain '
+        'exactly the tool calls the run started and did not answer with TOOL_CALL_RESULT"',
+        "RUN_FINISHED of run '{entity_id}' lists pendingToolCallIds {listed}, but the run left "
+        "{pending} unanswered",
+        (
+            _rs(),
+            _cs(),
+            _ce(),
+            {"type": "TOOL_CALL_RESULT", "messageId": "r1", "toolCallId": "c1", "content": "ok"},
+            _rf(outcome={"type": "success", "pendingToolCallIds": ["c1"]}),
+        ),
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-K011",
+        "encrypted-value-type-without-value",
+        "A message or tool call that names an encryptedValueType carries the encryptedValue "
+        "it describes",
+        'spec 1.1 events/reasoning, encryptedValueType: "A producer MUST NOT send '
+        'encryptedValueType without encryptedValue"',
+        "{event_type}: {entity_id} has an encryptedValueType but no encryptedValue",
+        (
+            _rs(),
+            {
+                "type": "MESSAGES_SNAPSHOT",
+                "messages": [
+                    {
+                        "id": "m1",
+                        "role": "assistant",
+                        "content": "x",
+                        "encryptedValueType": "acme.sig",
+                    }
+                ],
+            },
+            _rf(),
+        ),
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-K012",
+        "cancelled-run-result",
+        "A cancelled run has no return value: its RUN_FINISHED carries no result",
+        'spec 1.1 events/lifecycle, Cancelled runs: "A cancelled run has no return value: '
+        'result SHOULD be absent"',
+        "RUN_FINISHED of run '{entity_id}' is cancelled but carries a result",
+        (_rs(), _rf(outcome={"type": "cancelled"}, result={"partial": True})),
+        severity=Severity.WARNING,
+        stage=Stage.CHECKER,
+    ),
+    Rule(
+        "AGUI-K013",
+        "frontend-tool-answered",
+        "A tool the run's input offers is the application's to run: the producer calls it and "
+        "never answers it with TOOL_CALL_RESULT",
+        'spec 1.1 events/tool-calls, Frontend tools: "A producer that calls a frontend tool '
+        'MUST NOT answer it: no TOOL_CALL_RESULT, no fabricated tool message"',
+        "TOOL_CALL_RESULT answers tool call '{entity_id}' of '{name}', a frontend tool the "
+        "run's input offered: its result is the application's to produce",
+        (
+            {
+                **_rs(),
+                "input": {
+                    "threadId": "t1",
+                    "runId": "r1",
+                    "messages": [],
+                    "tools": [{"name": "lookup", "description": "ask the user", "parameters": {}}],
+                },
+            },
+            _cs(),
+            _ce(),
+            {"type": "TOOL_CALL_RESULT", "messageId": "r1", "toolCallId": "c1", "content": "x"},
+            _rf(),
+        ),
         stage=Stage.CHECKER,
     ),
     Rule(

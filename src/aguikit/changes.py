@@ -204,6 +204,13 @@ class SubagentStatus(StrEnum):
     SUSPENDED = "suspended"
     """Closed because the run paused on interrupts; the same id may be announced again."""
     FAILED = "failed"
+    ABANDONED = "abandoned"
+    """Still running when its run failed with ``RUN_ERROR``, which ends everything: no
+    closing event will come for it (the subagents page: "A consumer MUST treat every open
+    invocation as abandoned when a run errors").
+
+    .. versionadded:: 0.4.0
+    """
 
 
 @attrs.frozen

@@ -734,6 +734,14 @@ def _minimal_input() -> dict[str, Any]:
 # --- judging ------------------------------------------------------------------------------
 
 
+_USAGE_PARTS: Final = (
+    ("cachedInputTokens", "inputTokens"),
+    ("cacheWriteInputTokens", "inputTokens"),
+    ("reasoningTokens", "outputTokens"),
+)
+"""The parts of a token usage entry and the total each is part of (the lifecycle page)."""
+
+
 class _Checker:
     """One source through a recovering session, plus the checker's own rows."""
 
@@ -762,6 +770,11 @@ class _Checker:
         self.parents: list[tuple[int, str, str, Where]] = []
         self.run_errors: dict[int, Where] = {}  # where each RUN_ERROR was, by event number
         self.arguments: dict[str, list[str]] = {}  # open calls' argument fragments
+        # This run's tool calls (id -> name, in the order started), the ones a result
+        # answered, and the tools its echoed input offers (the application's).
+        self.run_calls: dict[str, str | None] = {}
+        self.run_answered: set[str] = set()
+        self.frontend: set[str] = set()
         for message in self.session.messages:  # a conversation given before the stream
             self.messages.add(message.id)
             for call in getattr(message, "tool_calls", None) or ():
@@ -995,6 +1008,9 @@ class _Checker:
                 self.calls.add(call)
                 if etype == "TOOL_CALL_START":
                     self.arguments[call] = []
+                name = data.get("toolCallName")
+                if isinstance(name, str) or call not in self.run_calls:
+                    self.run_calls[call] = name if isinstance(name, str) else None
             parent = data.get("parentMessageId")
             # A parent seen already stays seen: only the unknown wait for the end.
             if isinstance(parent, str) and isinstance(call, str) and parent not in self.messages:
@@ -1010,21 +1026,142 @@ class _Checker:
                     event_type=etype,
                     pointer="/toolCallId",
                 )
+            if isinstance(call, str):
+                self.run_answered.add(call)
+                name = self.run_calls.get(call)
+                if name is not None and name in self.frontend:
+                    self.add(
+                        "AGUI-K013",
+                        "protocol",
+                        render_message("AGUI-K013", entity_id=call, name=name),
+                        event=number,
+                        event_type=etype,
+                        pointer="/toolCallId",
+                    )
         elif etype in _DELTA_EVENTS and data.get("delta") == "":
             self.empty_delta(number, etype, data)
         elif etype == "RUN_ERROR":
             self.run_errors[number] = self.where  # AGUI-K007 points here when the run ends
         elif etype in ("RUN_STARTED", "MESSAGES_SNAPSHOT"):
             holder = data.get("input") if etype == "RUN_STARTED" else data
+            if etype == "RUN_STARTED":
+                self.run_calls, self.run_answered = {}, set()
+                tools = holder.get("tools") if isinstance(holder, dict) else None
+                self.frontend = {
+                    tool["name"]
+                    for tool in (tools if isinstance(tools, list) else ())
+                    if isinstance(tool, dict) and isinstance(tool.get("name"), str)
+                }
             messages = holder.get("messages") if isinstance(holder, dict) else None
-            for message in messages if isinstance(messages, list) else ():
+            for index, message in enumerate(messages if isinstance(messages, list) else ()):
                 if not isinstance(message, dict):
                     continue
                 if isinstance(message.get("id"), str):
                     self.messages.add(message["id"])
-                for call in message.get("toolCalls") or ():
+                pointer = (
+                    f"/input/messages/{index}" if etype == "RUN_STARTED" else f"/messages/{index}"
+                )
+                self.typed_without_value(number, etype, message, pointer)
+                for n, call in enumerate(message.get("toolCalls") or ()):
                     if isinstance(call, dict) and isinstance(call.get("id"), str):
                         self.calls.add(call["id"])
+                        self.typed_without_value(number, etype, call, f"{pointer}/toolCalls/{n}")
+        elif etype in ("RUN_FINISHED", "RUN_ERROR"):
+            self.usage(number, etype, data.get("usage"))
+            outcome = data.get("outcome") if etype == "RUN_FINISHED" else None
+            if isinstance(outcome, dict):
+                self.outcome(number, data, outcome)
+
+    def typed_without_value(
+        self, number: int, etype: str, holder: dict[str, Any], pointer: str
+    ) -> None:
+        """``AGUI-K011``: an ``encryptedValueType`` with no ``encryptedValue`` to describe."""
+        if "encryptedValueType" in holder and "encryptedValue" not in holder:
+            name = "tool call" if "/toolCalls/" in pointer else "message"
+            self.add(
+                "AGUI-K011",
+                "protocol",
+                render_message(
+                    "AGUI-K011", event_type=etype, entity_id=f"{name} {holder.get('id')!r}"
+                ),
+                event=number,
+                event_type=etype,
+                pointer=f"{pointer}/encryptedValueType",
+            )
+
+    def usage(self, number: int, etype: str, usage: Any) -> None:
+        """``AGUI-K009``: each usage entry in the protocol's one accounting."""
+        for index, entry in enumerate(usage if isinstance(usage, list) else ()):
+            if not isinstance(entry, dict):
+                continue
+            count = {
+                key: value
+                for key, value in entry.items()
+                if isinstance(value, int) and not isinstance(value, bool)
+            }
+            problems = [
+                f"{part} {count[part]} exceeds {total} {count[total]}: a part is never added "
+                "beside its total"
+                for part, total in _USAGE_PARTS
+                if part in count and total in count and count[part] > count[total]
+            ]
+            cached, written = count.get("cachedInputTokens"), count.get("cacheWriteInputTokens")
+            if (
+                cached is not None
+                and written is not None
+                and "inputTokens" in count
+                and cached + written > count["inputTokens"]
+            ):
+                problems.append(
+                    f"cache reads and writes ({cached} + {written}) exceed inputTokens "
+                    f"{count['inputTokens']}"
+                )
+            if {"inputTokens", "outputTokens", "totalTokens"} <= set(count) and count[
+                "totalTokens"
+            ] != count["inputTokens"] + count["outputTokens"]:
+                problems.append(
+                    f"totalTokens {count['totalTokens']} is not inputTokens plus outputTokens "
+                    f"({count['inputTokens'] + count['outputTokens']})"
+                )
+            for detail in problems:
+                self.add(
+                    "AGUI-K009",
+                    "protocol",
+                    render_message(
+                        "AGUI-K009", event_type=etype, entity_id=index + 1, detail=detail
+                    ),
+                    event=number,
+                    event_type=etype,
+                    pointer=f"/usage/{index}",
+                )
+
+    def outcome(self, number: int, data: dict[str, Any], outcome: dict[str, Any]) -> None:
+        """``AGUI-K010`` and ``AGUI-K012``: what a run's outcome says against the run."""
+        run_id = data.get("runId")
+        kind = outcome.get("type")
+        listed = outcome.get("pendingToolCallIds")
+        if kind == "success" and isinstance(listed, list):
+            pending = [c for c in self.run_calls if c not in self.run_answered]
+            if sorted(map(str, listed)) != sorted(pending) or len(set(map(str, listed))) != len(
+                listed
+            ):
+                self.add(
+                    "AGUI-K010",
+                    "protocol",
+                    render_message("AGUI-K010", entity_id=run_id, listed=listed, pending=pending),
+                    event=number,
+                    event_type="RUN_FINISHED",
+                    pointer="/outcome/pendingToolCallIds",
+                )
+        if kind == "cancelled" and "result" in data:
+            self.add(
+                "AGUI-K012",
+                "warning",
+                render_message("AGUI-K012", entity_id=run_id),
+                event=number,
+                event_type="RUN_FINISHED",
+                pointer="/result",
+            )
 
     def empty_delta(self, number: int, etype: str, data: dict[str, Any]) -> None:
         """``AGUI-K003``: a content or arguments event carrying no text."""

@@ -32,6 +32,7 @@ import gc
 import json
 import sys
 import time
+import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -530,9 +531,20 @@ def _run_schema(definition: str | None, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def _run_rules(key: str | None, markdown: bool, out: TextIO, err: TextIO) -> int:
-    from .reference import render_markdown, render_rule, render_text
+def _run_rules(
+    key: str | None, markdown: bool, coverage: str | None, out: TextIO, err: TextIO
+) -> int:
+    from .reference import render_coverage, render_markdown, render_rule, render_text
 
+    if coverage is not None:
+        try:
+            with open(coverage, "rb") as file:
+                matrix = tomllib.load(file)
+        except (OSError, tomllib.TOMLDecodeError) as error:
+            err.write(f"aguikit rules: cannot read the coverage matrix {coverage!r}: {error}\n")
+            return EXIT_UNREADABLE
+        out.write(render_coverage(matrix))
+        return EXIT_OK
     if markdown:
         out.write(render_markdown())
         return EXIT_OK
@@ -641,6 +653,11 @@ def _parser() -> argparse.ArgumentParser:
     rules.add_argument(
         "--markdown", action="store_true", help="the whole reference as docs/rules.md has it"
     )
+    rules.add_argument(
+        "--coverage",
+        metavar="MATRIX",
+        help="render a specification coverage matrix (docs/spec-coverage.toml) as Markdown",
+    )
     schema = sub.add_parser("schema", help="print the bundled JSON Schema, or one definition")
     schema.add_argument("definition", nargs="?", metavar="DEFINITION")
     return parser
@@ -683,7 +700,7 @@ def main(argv: list[str] | None = None) -> int:
                 reconfigure(errors="backslashreplace")
     try:
         if args.command == "rules":
-            return _run_rules(args.rule, args.markdown, out, err)
+            return _run_rules(args.rule, args.markdown, args.coverage, out, err)
         if args.command == "schema":
             return _run_schema(args.definition, out, err)
         if args.command == "demo":

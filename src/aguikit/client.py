@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
@@ -48,15 +49,18 @@ from ._generated.registry import PROTOCOL_VERSION
 from .catalogue import render_message
 from .errors import HTTPStatusError, TransportError, TruncatedStreamError
 from .limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
+from .patch import UNSET
 from .proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from .proto import aiter_proto, iter_proto_wire
-from .receiver import omit_newer_members
+from .receiver import omit_newer_members, strip_unknown
 from .session import Session, Update
 from .transport.http import BOTH, DEFAULT_TIMEOUT, SSE_ONLY, apost_stream, post_stream
 from .transport.sse import Frame, aiter_frames, frame_object, iter_frames
 from .wire import parse_run_agent_input, to_wire
 
 __all__ = ["AgentClient", "Update", "prepare_input"]
+
+LOGGER: Final = logging.getLogger("aguikit")
 
 _TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 """The events after which a run's stream has nothing more to say: no reconnect after one."""
@@ -135,14 +139,25 @@ def _flatten_for_0_0_39(messages: list[Any], warnings: list[str]) -> list[Any]:
         content = message.get("content")
         if isinstance(content, list):
             texts = [p.get("text", "") for p in content if p.get("type") == "text"]
-            if len(texts) != len(content):
+            dropped = sorted({str(p.get("type")) for p in content if p.get("type") != "text"})
+            if dropped:
                 warnings.append(
                     f"message {message.get('id')!r}: a peer of protocol 0.0.39 or older "
-                    "takes text only, so the client DROPS non-text parts"
+                    f"takes text only, so the client DROPS non-text parts: {', '.join(dropped)} "
+                    "(a peer of 0.0.40 or newer keeps them)"
                 )
             message = {**message, "content": "\n".join(t for t in texts if t)}
         out.append(message)
     return out
+
+
+def _without_activity(messages: Any) -> Any:
+    """The messages to send: activity messages are the consumer's rendering material, never
+    conversation the agent resumes from (run input: "a consumer MUST strip them from
+    ``messages`` before sending")."""
+    if not isinstance(messages, list):
+        return messages
+    return [m for m in messages if not (isinstance(m, Mapping) and m.get("role") == "activity")]
 
 
 def prepare_input(
@@ -156,30 +171,40 @@ def prepare_input(
     The JSON body the client POSTs for ``run_input``.
 
     A mapping is read as wire JSON; retired ``binary`` content parts in it are upgraded to
-    the modern media parts they stand for (an old front end's history stays sendable).  The
-    result is validated and re-serialised through the typed model, so nothing malformed
-    leaves the process.  ``protocolVersion`` is set to ``protocol_version`` unless the
-    input already declares one.
+    the modern media parts they stand for (an old front end's history stays sendable).
+    The specification's outgoing boundary is applied immediately before transmission:
+    activity messages are left out of ``messages`` (rendering material, never conversation),
+    material the schema does not describe is removed, each removal recorded in ``warnings``
+    (``AGUI-W002``'s words), and the rest is validated and re-serialised through the typed
+    model, so a malformed known field raises before anything is sent.  ``protocolVersion``
+    is set to ``protocol_version`` unless the input already declares one.
 
     ``max_protocol_version`` pins an older peer: the members its version does not have yet
     (``encryptedValueType`` for a ``1.0`` peer, read from the schema's ``x-since`` by
-    :func:`aguikit.receiver.omit_newer_members`) are left out and the request declares
-    that version rather than this one; below ``1.0`` the version declaration is left out
-    (such a peer may reject an unknown member), and at ``0.0.39`` or older user content is
-    flattened to its text, which is recorded in ``warnings``.
+    :func:`aguikit.receiver.omit_newer_members`) are left out, each with a warning, and
+    the request declares that version rather than this one; below ``1.0`` the version
+    declaration is left out (such a peer may reject an unknown member), and at ``0.0.39``
+    or older user content is flattened to its text, with a warning naming the parts
+    dropped.  Every warning is also logged on the ``aguikit`` logger.
 
     .. versionchanged:: 0.2.0  Declares AG-UI 1.1, and omits 1.1-only members for a peer
        pinned to an older version.
+    .. versionchanged:: 0.4.0  Strips undescribed material and activity messages, and warns
+       for every member a downgrade leaves out.
 
     Raises:
         SchemaValidationError: The input is not a valid ``RunAgentInput``.
     """
-    if isinstance(run_input, Mapping):
-        data = dict(run_input)
-        data["messages"] = _upgrade_messages(data.get("messages"))
-        wire = to_wire(parse_run_agent_input(data))
-    else:
-        wire = to_wire(run_input)
+    notes: list[str] = []
+    data = dict(run_input) if isinstance(run_input, Mapping) else to_wire(run_input)
+    data["messages"] = _upgrade_messages(data.get("messages"))
+    data, removed = strip_unknown(data, definition="RunAgentInput")
+    notes.extend(
+        render_message("AGUI-W002", pointer=pointer, event_type="RunAgentInput")
+        for pointer in removed
+    )
+    data["messages"] = _without_activity(data.get("messages"))
+    wire = to_wire(parse_run_agent_input(data))
     old_peer = _older_than(max_protocol_version, "1.0")
     if old_peer:
         wire.pop("protocolVersion", None)
@@ -190,11 +215,18 @@ def prepare_input(
         )
         wire["protocolVersion"] = max_protocol_version if pinned else protocol_version
     if max_protocol_version is not None:
-        wire, _ = omit_newer_members(wire, max_protocol_version, definition="RunAgentInput")
-    if max_protocol_version is not None and not _older_than("0.0.39", max_protocol_version):
-        wire["messages"] = _flatten_for_0_0_39(
-            wire["messages"], [] if warnings is None else warnings
+        wire, omitted = omit_newer_members(wire, max_protocol_version, definition="RunAgentInput")
+        notes.extend(
+            f"{pointer} left out: a peer of protocol {max_protocol_version} does not know it "
+            f"(a peer of {PROTOCOL_VERSION} keeps it)"
+            for pointer in omitted
         )
+    if max_protocol_version is not None and not _older_than("0.0.39", max_protocol_version):
+        wire["messages"] = _flatten_for_0_0_39(wire["messages"], notes)
+    for note in notes:
+        LOGGER.warning("request: %s", note)
+    if warnings is not None:
+        warnings.extend(notes)
     return wire
 
 
@@ -311,10 +343,17 @@ class AgentClient:
             warnings=self.request_warnings,
         )
 
-    def _new_session(self) -> Session:
+    def _new_session(self, body: Mapping[str, Any]) -> Session:
         # Every event is handed to the caller as an Update; a second copy kept in the session
-        # would grow with the stream, not with the conversation.
-        self._session = Session(verify=self.verify, validate=self.validate, keep_delivered=False)
+        # would grow with the stream, not with the conversation.  The run starts from the
+        # state its input carried: its first STATE_DELTA applies to that (the snapshots
+        # page: "the value a run starts from is the input's state").
+        self._session = Session(
+            verify=self.verify,
+            validate=self.validate,
+            keep_delivered=False,
+            state=body.get("state", UNSET),
+        )
         return self._session
 
     def run_sync(self, run_input: RunAgentInput | Mapping[str, Any]) -> Iterator[Update]:
@@ -333,7 +372,7 @@ class AgentClient:
             TruncatedStreamError: The stream ended before the run finished or failed.
         """
         body = self._request(run_input)
-        session = self._new_session()
+        session = self._new_session(body)
         for data in self.events(body):
             yield from session.feed(data)
         yield from session.finish()
@@ -349,7 +388,7 @@ class AgentClient:
             The same errors as :meth:`run_sync`.
         """
         body = self._request(run_input)
-        session = self._new_session()
+        session = self._new_session(body)
         events = self.aevents(body)
         async with aclosing(events):
             async for data in events:

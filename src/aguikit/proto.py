@@ -32,6 +32,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError as _ProtobufDecodeError
 from google.protobuf.message import EncodeError as _ProtobufEncodeError
 from google.protobuf.message import Message as _Message
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from ._generated import agui_pb2 as pb
 from ._generated.models import Event
@@ -39,6 +40,14 @@ from .catalogue import DECODE_RULES
 from .errors import DecodeError, EncodeError, short_repr
 from .transport.proto import DEFAULT_MAX_MESSAGE_BYTES, aiter_frames, encode_frame, iter_frames
 from .wire import parse_event, to_wire
+
+UNKNOWN_ARM_PREFIX: Final = "ag_ui.Event#"
+"""The type a decoded frame gets when its envelope arm is one this build does not know
+(``ag_ui.Event#42`` for field 42): no event type is spelled so, so the receiver drops it
+as unrecognised, with a warning naming it."""
+
+_LENGTH_DELIMITED: Final = 2
+"""Protobuf's wire type of a length-delimited field: every envelope arm is a message."""
 
 __all__ = [
     "MEDIA_TYPE",
@@ -410,6 +419,15 @@ def from_proto(message: pb.Event) -> dict[str, Any]:
     """
     arm = message.WhichOneof("event")
     if arm is None:
+        # An envelope arm this build was not compiled against carries no type name to hand
+        # on; name it by its field number, so the receiver drops it with a warning as it
+        # drops an unknown type from SSE (the processing page: "Such a frame MUST be
+        # dropped, with a warning, rather than failing the run").
+        unknown = UnknownFieldSet(message)
+        for index in range(len(unknown)):
+            field = unknown[index]
+            if field.wire_type == _LENGTH_DELIMITED:
+                return {"type": f"{UNKNOWN_ARM_PREFIX}{field.field_number}"}
         raise ValueError("the envelope names no event this version knows")
     body = _read(getattr(message, arm))
     base = body.pop("baseEvent", None)

@@ -219,18 +219,24 @@ def _strip(value: Any, node: _Node, path: str, removed: list[str]) -> Any:
     return value
 
 
-def strip_unknown(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def strip_unknown(
+    data: Mapping[str, Any], *, definition: str | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """
     Remove what the event's definition does not describe, without judging what it does.
 
     Args:
         data: A raw event whose ``type`` is a known event type.
+        definition: The schema definition ``data`` is an instance of, when not an event
+            (``"RunAgentInput"``: the client strips what it sends the same way).
 
     Returns:
         The stripped copy and the JSON pointers of everything removed, in document order.
         A value that is malformed rather than unknown is left in place for the validator.
+
+    .. versionchanged:: 0.4.0  ``definition``.
     """
-    cls = EVENT_CLASSES[data["type"]]
+    cls = EVENT_CLASSES[data["type"]] if definition is None else getattr(models, definition)
     removed: list[str] = []
     result = _strip(dict(data), _plan_class(cls), "", removed)
     if isinstance(result, _Drop):  # nothing generated reaches this; let the validator speak

@@ -7,19 +7,26 @@ the same two sources of truth, :mod:`aguikit.catalogue` (every id a user can see
 drift from the code that reports the rules.  A test keeps ``docs/rules.md`` equal to
 :func:`render_markdown`; regenerate it with ``aguikit rules --markdown > docs/rules.md``.
 
+The specification's coverage matrix (``docs/spec-coverage.toml``: every normative sentence
+of the AG-UI specification and how aguikit holds it) is rendered here too, by
+:func:`render_coverage`, into ``docs/spec-coverage.md``, with each rule id it names linked
+to its section of ``docs/rules.md``; regenerate it with
+``aguikit rules --coverage docs/spec-coverage.toml > docs/spec-coverage.md``.
+
 This is presentation, so it sits on the top floor with the command line.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from ._generated.registry import DEPRECATED_EVENT_TYPES
-from .catalogue import RULES, Rule, Stage
+from .catalogue import RULES, RULES_BY_ID, Rule, Stage
 from .rules import LIFECYCLE_GATE, TABLE, Attribution, Lifecycle, Row
 
-__all__ = ["render_markdown", "render_rule", "render_text"]
+__all__ = ["HOLDINGS", "render_coverage", "render_markdown", "render_rule", "render_text"]
 
 _STAGE_TITLES: Final = {
     Stage.VERIFIER: "Protocol rules (the verifier)",
@@ -218,3 +225,152 @@ def render_rule(rule: Rule) -> str:
         lines += ["", "example:", *("  " + line for line in example[1:-1])]
     lines.append(f"\ndocs/rules.md#{rule.anchor}")
     return "\n".join(lines) + "\n"
+
+
+# ---- the specification's coverage matrix -----------------------------------------------------
+
+HOLDINGS: Final[Mapping[str, str]] = {
+    "rule": "held by a rule",
+    "behaviour": "held by a stage's behaviour",
+    "decided": "decided in docs/",
+    "n/a": "not applicable",
+    "gap": "gap",
+}
+"""How an entry of the matrix is held, in the order the counts are given."""
+
+_BINDS: Final = {
+    "producer": "the producer",
+    "consumer": "the consumer",
+    "both": "producer and consumer",
+    "transport": "a transport binding",
+    "application": "the application",
+    "all": "every implementation",
+}
+
+
+def _rule_link(rule_id: str) -> str:
+    rule = RULES_BY_ID.get(rule_id)
+    if rule is None:
+        return f"`{rule_id}`"
+    return f"[{rule.id}](rules.md#{rule.anchor}) `{rule.symbol}`"
+
+
+def _holding(entry: Mapping[str, Any]) -> str:
+    held = entry["held"]
+    how = f" {entry['how']}" if entry.get("how") else ""
+    stage = entry.get("stage")
+    if held == "rule":
+        rules = ", ".join(_rule_link(rule_id) for rule_id in entry["rules"])
+        text = f"Held by {rules}, in the {stage}.{how}"
+    elif held == "behaviour":
+        text = f"Held by the {stage}.{how}"
+    elif held == "decided":
+        target = entry["decision"]
+        link = target.removeprefix("docs/")
+        text = f"Decided: [{link}]({link}).{how}"
+    elif held == "n/a":
+        text = f"Not applicable: {entry['reason']}"
+    else:
+        owner = f" (passed to {entry['owner']})" if entry.get("owner") else ""
+        text = f"Gap{owner}: {entry['gap']}"
+    tests: Sequence[str] = entry.get("tests", ())
+    if tests and held in ("rule", "behaviour"):
+        text += " Tests: " + ", ".join(f"`{test}`" for test in tests) + "."
+    return text
+
+
+def _examples(entry: Mapping[str, Any]) -> list[str]:
+    """The entry's example streams, folded away under a summary (JSON Lines as written)."""
+    out: list[str] = []
+    for kind, label in (("reject", "violates it"), ("accept", "conforms")):
+        value = entry.get(kind)
+        for text in [value] if isinstance(value, str) else list(value or ()):
+            out += [f"A stream that {label} (the {entry['stage']}):", "", "```json"]
+            out += [line for line in text.splitlines() if line.strip()]
+            out += ["```", ""]
+    if entry.get("settings"):
+        out += [f"With settings `{json.dumps(entry['settings'])}`.", ""]
+    if entry.get("warns"):
+        out += ["Warns: " + ", ".join(f"`{rule}`" for rule in entry["warns"]) + ".", ""]
+    if entry.get("expect"):
+        out += ["Leaves at least:", "", "```json", entry["expect"], "```", ""]
+    if not out:
+        return []
+    return ["<details><summary>examples</summary>", "", *out, "</details>", ""]
+
+
+def _counts(entries: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    return {held: sum(1 for e in entries if e["held"] == held) for held in HOLDINGS}
+
+
+def render_coverage(matrix: Mapping[str, Any]) -> str:
+    """
+    The specification's coverage matrix as Markdown, the content of
+    ``docs/spec-coverage.md``: a table of counts per page, then every page's entries.
+
+    Args:
+        matrix: ``docs/spec-coverage.toml`` as :mod:`tomllib` reads it: its ``statement``
+            list (``id``, ``page``, ``section``, ``text``, ``binds``, ``held`` and what the
+            holding needs: ``rules`` and ``stage``, ``decision``, ``reason`` or ``gap``).
+
+    Returns:
+        The whole document, ending with a newline.
+    """
+    entries: Sequence[Mapping[str, Any]] = matrix["statement"]
+    pages: dict[str, list[Mapping[str, Any]]] = {}
+    for entry in entries:
+        pages.setdefault(entry["page"], []).append(entry)
+    out: list[str] = [
+        "# Specification coverage",
+        "",
+        "<!-- Generated by `aguikit rules --coverage docs/spec-coverage.toml > "
+        "docs/spec-coverage.md` from docs/spec-coverage.toml. Do not edit. -->",
+        "",
+        f"Every normative sentence of the AG-UI {matrix['version']} specification (each "
+        "sentence of its pages carrying a BCP 14 key word in capitals) has one entry here, "
+        "with who it binds and how aguikit holds it:",
+        "by a rule of the catalogue (its id, the stage that reports it, and an example "
+        "stream built from the sentence that makes the rule fire),",
+        "by a stage's behaviour (the stage, and a stream whose result the sentence prescribes),",
+        "by a decision written in `docs/` (why not, or why stricter),",
+        "or not at all, because it binds no part aguikit plays (a UI's rendering, an "
+        "agent's model).",
+        "`tests/test_spec_coverage.py` extracts the sentences from the specification's "
+        "pages and fails on any sentence without an entry and any entry whose sentence is "
+        "gone, and runs every example through the stage its entry names.",
+        "",
+        "| page | statements | " + " | ".join(HOLDINGS.values()) + " |",
+        "| --- | ---: | " + " | ".join("---:" for _ in HOLDINGS) + " |",
+    ]
+    for page, items in pages.items():
+        counts = _counts(items)
+        anchor = page.replace("/", "").lower()
+        out.append(
+            f"| [{page}](#{anchor}) | {len(items)} | "
+            + " | ".join(str(counts[held]) for held in HOLDINGS)
+            + " |"
+        )
+    totals = _counts(entries)
+    out.append(
+        f"| **all pages** | **{len(entries)}** | "
+        + " | ".join(f"**{totals[held]}**" for held in HOLDINGS)
+        + " |"
+    )
+    out.append("")
+    for page, items in pages.items():
+        counts = _counts(items)
+        summary = ", ".join(f"{counts[h]} {label}" for h, label in HOLDINGS.items() if counts[h])
+        out += [f"## {page}", "", f"{len(items)} statements: {summary}.", ""]
+        for entry in items:
+            section = f" · *{entry['section']}*" if entry["section"] else ""
+            out += [
+                f'<a id="{entry["id"]}"></a>',
+                f"**{entry['id']}**{section} · binds {_BINDS[entry['binds']]}",
+                "",
+                f"> {entry['text']}",
+                "",
+                _holding(entry),
+                "",
+                *_examples(entry),
+            ]
+    return "\n".join(out)

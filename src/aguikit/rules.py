@@ -277,9 +277,9 @@ TABLE: Final[tuple[Row, ...]] = (
     Row(
         E.RUN_STARTED,
         lifecycle=Lifecycle.START,
-        checks=("thread_agrees_with_stream",),
+        checks=("thread_agrees_with_stream", "run_id_fresh"),
         effects=("seed_owners_from_input",),
-        rules={"thread_agrees_with_stream": "AGUI-V009"},
+        rules={"thread_agrees_with_stream": "AGUI-V009", "run_id_fresh": "AGUI-V010"},
     ),
     Row(
         E.RUN_FINISHED,
@@ -463,11 +463,12 @@ TABLE: Final[tuple[Row, ...]] = (
         effect=Effect.OPENS,
         family=Family.SUBAGENT,
         key="subagent_run_id",
-        checks=("subagent_parent_started",),
+        checks=("subagent_parent_started", "subagent_announced_first"),
         rules={
             "already_open": "AGUI-V051",
             "reopened": "AGUI-V052",
             "subagent_parent_started": "AGUI-V053",
+            "subagent_announced_first": "AGUI-V055",
         },
     ),
     Row(

@@ -488,17 +488,16 @@ class Session:
             else:
                 runs.append(ended)
         elif isinstance(event, RunErrorEvent):
-            # Closes the running run.  One that failed before starting is a run of its own
-            # with no id; a late error after RUN_FINISHED is recorded beside that run's
-            # outcome (same ids), never overwriting it.
-            last = runs[-1] if runs else None
-            base = current or RunOutcome(
-                last.run_id if last else None, last.thread_id if last else None, "error"
-            )
+            # Closes the running run.  A late error after RUN_FINISHED fails the run that
+            # finished: "A consumer MUST treat the run as failed in that case" (the
+            # lifecycle page), so its outcome becomes the error, not a second entry beside
+            # a success.  One that failed before any run started is a run of its own, no id.
+            late = current is None and bool(runs) and runs[-1].status != "error"
+            base = current or (runs[-1] if late else RunOutcome(None, None, "error"))
             failed = attrs.evolve(
                 base, status="error", ended_at=index, message=event.message, code=event.code
             )
-            if current is not None:
+            if current is not None or late:
                 runs[-1] = failed
             else:
                 runs.append(failed)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from operator import attrgetter
 from typing import Any, Final, Protocol
 
+import attrs
 from mypy_extensions import mypyc_attr
 
 from ._generated.registry import EVENT_CLASSES
@@ -72,12 +73,14 @@ class _State:
     """One stream's progress.  Per-run parts are cleared when a new run starts."""
 
     __slots__ = (
+        "attributed",
         "closed",
         "max_open",
         "open",
         "owners",
         "phase",
         "run_id",
+        "run_ids",
         "stream_thread",
         "thread_id",
     )
@@ -91,6 +94,10 @@ class _State:
         self.open: list[dict[Any, None]] = [{} for _ in FAMILIES]
         self.closed: list[set[Any]] = [set() for _ in FAMILIES]
         self.owners: list[dict[Any, Any]] = [{} for _ in Bucket]
+        self.run_ids: set[Any] = set()
+        """Every ``runId`` a run of this stream started with (the stream's, not the run's)."""
+        self.attributed: dict[Any, int] = {}
+        """How many events of this run each ``subagentRunId`` was attributed to."""
 
     def reset_run(self) -> None:
         for opened in self.open:
@@ -99,6 +106,7 @@ class _State:
             closed.clear()
         for owners in self.owners:
             owners.clear()
+        self.attributed.clear()
 
 
 # ---------------------------------------------------------------------------------------
@@ -136,6 +144,19 @@ def _thread_id_agrees(state: _State, event: Any) -> tuple[Any, dict[str, Any]] |
 def _run_id_agrees(state: _State, event: Any) -> tuple[Any, dict[str, Any]] | None:
     if event.run_id != state.run_id:
         return state.run_id, {"got": event.run_id}
+    return None
+
+
+def _run_id_fresh(state: _State, event: Any) -> tuple[Any, dict[str, Any]] | None:
+    if event.run_id in state.run_ids:
+        return event.run_id, {}
+    return None
+
+
+def _subagent_announced_first(state: _State, event: Any) -> tuple[Any, dict[str, Any]] | None:
+    count = state.attributed.get(event.subagent_run_id, 0)
+    if count:
+        return event.subagent_run_id, {"attributed": "1 event" if count == 1 else f"{count} events"}
     return None
 
 
@@ -251,6 +272,8 @@ HOOK_CHECKS: Final[Mapping[str, HookCheck]] = {
     "thread_agrees_with_stream": _thread_agrees_with_stream,
     "thread_id_agrees": _thread_id_agrees,
     "run_id_agrees": _run_id_agrees,
+    "run_id_fresh": _run_id_fresh,
+    "subagent_announced_first": _subagent_announced_first,
     "interrupts_present": _interrupts_present,
     "interrupts_unique": _interrupts_unique,
     "chunk_normalized": _chunk_normalized,
@@ -473,10 +496,25 @@ def _compile_unordered(row: Row) -> _Run:
 class _Compiled:
     """A row ready to run: its lifecycle gate per phase, its checks and its effects."""
 
-    __slots__ = ("effects", "event_type", "gate", "lifecycle", "next_phase", "row", "rules", "run")
+    __slots__ = (
+        "attributes",
+        "effects",
+        "event_type",
+        "gate",
+        "lifecycle",
+        "next_phase",
+        "row",
+        "rules",
+        "run",
+    )
 
     def __init__(self, row: Row) -> None:
         self.row = row
+        # Whether the event's subagentRunId attributes it to an invocation: on the subagent
+        # lifecycle events it names the invocation itself instead.
+        self.attributes = row.family is not Family.SUBAGENT and "subagent_run_id" in {
+            field.name for field in attrs.fields(EVENT_CLASSES[str(row.event)])
+        }
         self.event_type = str(row.event)
         self.lifecycle = row.lifecycle
         self.gate: tuple[str | None, ...] = tuple(LIFECYCLE_GATE[row.lifecycle][p] for p in Phase)
@@ -674,10 +712,16 @@ class Verifier:
                 if state.phase is not Phase.NEW:
                     state.reset_run()
                 state.run_id = event.run_id
+                state.run_ids.add(event.run_id)
                 state.thread_id = event.thread_id
                 if state.stream_thread is None:
                     state.stream_thread = event.thread_id
             state.phase = next_phase
+        if compiled.attributes:
+            tag = event.subagent_run_id
+            if tag is not None:
+                attributed = state.attributed
+                attributed[tag] = attributed.get(tag, 0) + 1
         for effect in compiled.effects:
             effect(state, event)
 
