@@ -47,9 +47,10 @@ from aguikit.validate import load_schema
 from aguikit.wire import to_wire
 
 if not corpus.OFFICIAL_SCHEMA.is_file():
-    pytest.skip(
-        f"official 1.1 schema not found at {corpus.OFFICIAL_SCHEMA}", allow_module_level=True
-    )
+    message = f"official 1.1 schema not found at {corpus.OFFICIAL_SCHEMA}"
+    if corpus.required():
+        raise RuntimeError(f"{message} ({corpus.REQUIRED_BY})")
+    pytest.skip(message, allow_module_level=True)
 
 OFFICIAL: dict[str, Any] = json.loads(corpus.OFFICIAL_SCHEMA.read_text(encoding="utf-8"))
 OURS: dict[str, Any] = load_schema()
