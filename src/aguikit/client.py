@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
@@ -50,13 +51,15 @@ from .errors import HTTPStatusError, TransportError, TruncatedStreamError
 from .limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
 from .proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from .proto import aiter_proto, iter_proto_wire
-from .receiver import omit_newer_members
+from .receiver import omit_newer_members, strip_unknown
 from .session import Session, Update
 from .transport.http import BOTH, DEFAULT_TIMEOUT, SSE_ONLY, apost_stream, post_stream
 from .transport.sse import Frame, aiter_frames, frame_object, iter_frames
 from .wire import parse_run_agent_input, to_wire
 
 __all__ = ["AgentClient", "Update", "prepare_input"]
+
+LOGGER: Final = logging.getLogger("aguikit")
 
 _TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 """The events after which a run's stream has nothing more to say: no reconnect after one."""
@@ -155,11 +158,16 @@ def prepare_input(
     """
     The JSON body the client POSTs for ``run_input``.
 
-    A mapping is read as wire JSON; retired ``binary`` content parts in it are upgraded to
-    the modern media parts they stand for (an old front end's history stays sendable).  The
-    result is validated and re-serialised through the typed model, so nothing malformed
-    leaves the process.  ``protocolVersion`` is set to ``protocol_version`` unless the
-    input already declares one.
+    The processing model's outgoing boundary, in its order: retired ``binary`` content
+    parts are upgraded to the modern media parts they stand for (an old front end's history
+    stays sendable); then whatever the protocol does not describe is removed, an undeclared
+    member or a message of an unknown role, each named in ``warnings`` and logged as
+    ``AGUI-W002`` (the specification: "a consumer MUST remove unrecognised material from the
+    run input, SHOULD warn about what it removed"); then the result is validated and
+    re-serialised through the typed model, so a malformed known field fails here, before
+    anything is sent, whether the input was a mapping or a typed ``RunAgentInput``.
+    ``protocolVersion`` is set to ``protocol_version`` unless the input already declares
+    one.
 
     ``max_protocol_version`` pins an older peer: the members its version does not have yet
     (``encryptedValueType`` for a ``1.0`` peer, read from the schema's ``x-since`` by
@@ -170,16 +178,22 @@ def prepare_input(
 
     .. versionchanged:: 0.2.0  Declares AG-UI 1.1, and omits 1.1-only members for a peer
        pinned to an older version.
+    .. versionchanged:: 0.3.0  Strips unrecognised material with a warning instead of
+       sending it; validates a typed input too.
 
     Raises:
-        SchemaValidationError: The input is not a valid ``RunAgentInput``.
+        SchemaValidationError: The input is not a valid ``RunAgentInput`` (a known member is
+            missing or malformed).
     """
-    if isinstance(run_input, Mapping):
-        data = dict(run_input)
-        data["messages"] = _upgrade_messages(data.get("messages"))
-        wire = to_wire(parse_run_agent_input(data))
-    else:
-        wire = to_wire(run_input)
+    data = dict(run_input) if isinstance(run_input, Mapping) else to_wire(run_input)
+    data["messages"] = _upgrade_messages(data.get("messages"))
+    data, removed = strip_unknown(data, definition="RunAgentInput")
+    for pointer in removed:
+        message = render_message("AGUI-W002", pointer=pointer, event_type="RunAgentInput")
+        LOGGER.warning("unknown-member (run input): %s", message)
+        if warnings is not None:
+            warnings.append(f"AGUI-W002 unknown-member: {message}")
+    wire = to_wire(parse_run_agent_input(data))
     old_peer = _older_than(max_protocol_version, "1.0")
     if old_peer:
         wire.pop("protocolVersion", None)
