@@ -39,6 +39,7 @@ from tests.support import (
     sse_bytes,
     text_content,
     text_end,
+    text_message,
     text_start,
     thinking,
 )
@@ -332,6 +333,7 @@ def test_unrecognised_material_is_stripped_from_the_run_input_before_sending() -
         "messages": [
             {"id": "u1", "role": "user", "content": "hi", "mood": "curious"},
             {"id": "x1", "role": "robot", "content": "beep"},
+            {"id": "a1", "role": "activity", "activityType": "plan", "content": {"steps": []}},
         ],
         "tools": [{"name": "f", "description": "d", "parameters": {"any": "schema"}, "x": 1}],
     }
@@ -347,8 +349,28 @@ def test_unrecognised_material_is_stripped_from_the_run_input_before_sending() -
     assert [{"id": "u1", "role": "user", "content": "hi"}] == body["messages"]
     assert [{"name": "f", "description": "d", "parameters": {"any": "schema"}}] == body["tools"]
     removed = [w.split("'")[1] for w in client.request_warnings]
-    assert ["/messages/0/mood", "/messages/1", "/futureProp", "/tools/0/x"] == removed
-    assert all(w.startswith("AGUI-W002 unknown-member: ") for w in client.request_warnings)
+    assert ["/messages/0/mood", "/messages/1", "/futureProp", "/tools/0/x", "a1"] == removed
+    assert [*["AGUI-W002"] * 4, "AGUI-W023"] == [w.split()[0] for w in client.request_warnings]
+
+
+def test_activity_messages_never_travel_back_to_the_producer() -> None:
+    """An ``Agent`` keeps the activity a run showed, and leaves it out of the next request
+    (run-input: "a consumer MUST strip them from messages before sending")."""
+    activity = {
+        "type": "ACTIVITY_SNAPSHOT",
+        "messageId": "a1",
+        "activityType": "plan",
+        "content": {"steps": ["look"]},
+    }
+    replay = Agent_([run_started(), activity, *text_message("m1", "ok"), run_finished()])
+    agent = Agent(URL, transport=replay.transport(), thread_id="t1")
+    asyncio.run(agent.run())
+    replay.frames = replay.frames[:1] + replay.frames[-1:]
+
+    asyncio.run(agent.run())
+
+    assert ["activity", "assistant"] == [m.role for m in agent.messages]
+    assert ["m1"] == [m["id"] for m in replay.bodies[1]["messages"]]
 
 
 def test_the_agents_outgoing_input_is_stripped_too() -> None:

@@ -46,7 +46,7 @@ import httpx
 
 from ._generated.models import RunAgentInput
 from ._generated.registry import PROTOCOL_VERSION
-from .catalogue import render_message
+from .catalogue import RULES_BY_ID, Severity, render_message
 from .errors import HTTPStatusError, TransportError, TruncatedStreamError
 from .limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
 from .proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
@@ -148,6 +148,16 @@ def _flatten_for_0_0_39(messages: list[Any], warnings: list[str]) -> list[Any]:
     return out
 
 
+def _note(warnings: list[str] | None, rule_id: str, **fields: Any) -> None:
+    """Report what the outgoing boundary left out: on the log, and in ``warnings``."""
+    rule = RULES_BY_ID[rule_id]
+    message = render_message(rule_id, **fields)
+    level = logging.INFO if rule.severity is Severity.INFO else logging.WARNING
+    LOGGER.log(level, "%s (run input): %s", rule.symbol, message)
+    if warnings is not None:
+        warnings.append(f"{rule_id} {rule.symbol}: {message}")
+
+
 def prepare_input(
     run_input: RunAgentInput | Mapping[str, Any],
     *,
@@ -163,7 +173,8 @@ def prepare_input(
     stays sendable); then whatever the protocol does not describe is removed, an undeclared
     member or a message of an unknown role, each named in ``warnings`` and logged as
     ``AGUI-W002`` (the specification: "a consumer MUST remove unrecognised material from the
-    run input, SHOULD warn about what it removed"); then the result is validated and
+    run input, SHOULD warn about what it removed"); activity messages are left out too
+    (``AGUI-W023``: they "never travel back to the producer"); then the result is validated and
     re-serialised through the typed model, so a malformed known field fails here, before
     anything is sent, whether the input was a mapping or a typed ``RunAgentInput``.
     ``protocolVersion`` is set to ``protocol_version`` unless the input already declares
@@ -189,10 +200,15 @@ def prepare_input(
     data["messages"] = _upgrade_messages(data.get("messages"))
     data, removed = strip_unknown(data, definition="RunAgentInput")
     for pointer in removed:
-        message = render_message("AGUI-W002", pointer=pointer, event_type="RunAgentInput")
-        LOGGER.warning("unknown-member (run input): %s", message)
-        if warnings is not None:
-            warnings.append(f"AGUI-W002 unknown-member: {message}")
+        _note(warnings, "AGUI-W002", pointer=pointer, event_type="RunAgentInput")
+    if isinstance(data["messages"], list):
+        kept = []
+        for message in data["messages"]:
+            if isinstance(message, Mapping) and message.get("role") == "activity":
+                _note(warnings, "AGUI-W023", entity_id=message.get("id"))
+            else:
+                kept.append(message)
+        data["messages"] = kept
     wire = to_wire(parse_run_agent_input(data))
     old_peer = _older_than(max_protocol_version, "1.0")
     if old_peer:
