@@ -414,7 +414,10 @@ class AgentClient:
         """
         POST ``body`` (an already prepared request) and yield the answer's decoded wire
         dicts, unfolded: the fetch and decode that :meth:`run` and :class:`aguikit.Agent`
-        (whose middleware sits between this and its session) share.
+        (whose middleware sits between this and its session) share.  They are the reader's
+        output, before the processing model's first stage: nothing is translated, stripped
+        or judged yet, so application code should take events from a session
+        (:meth:`run`, :class:`aguikit.Agent`), never from here.
 
         When the server numbers its frames (``id:``) or declares ``X-AGUI-Resume``, and
         the connection drops, or the answer ends before ``RUN_FINISHED``/``RUN_ERROR``, the
