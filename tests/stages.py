@@ -175,6 +175,9 @@ def _client(docs: list[Wire], settings: Mapping[str, Any]) -> Outcome:
         outcome.error(error)
         body = None
     outcome.messages.extend(warnings)
+    # A warning the catalogue names starts with its id (``AGUI-W002 unknown-member: ...``);
+    # a downgrade's note names what it dropped and has none.
+    outcome.warnings.extend(w.split()[0] for w in warnings if w.startswith("AGUI-"))
     outcome.projection = {"body": body, "warnings": len(warnings)}
     return outcome
 

@@ -10,7 +10,9 @@ and every test follows, so no test file writes its own.
 
 Beside the builders: :func:`typed` (a wire dict as a typed event, with or without the
 schema), the byte and file forms of a stream, and the representative documents (one of
-every event type, message role and input member) that several files check.
+every event type, message role and input member) that several files check: written by hand
+for the event types this file knows, derived from the schema for any it does not
+(:func:`representatives`), so adding an event to the protocol needs no edit here.
 """
 
 from __future__ import annotations
@@ -401,3 +403,56 @@ FAMILIES: dict[str, list[Wire]] = {
     ],
 }
 """One document of every event type, by family, with most optional members set."""
+
+
+DERIVED: str = "derived from the schema"
+"""The family :func:`representatives` files derived documents under."""
+
+
+def representatives(table: Mapping[str, list[Wire]] = FAMILIES) -> dict[str, list[Wire]]:
+    """
+    ``table`` with a document for every event type it lacks, under :data:`DERIVED`.
+
+    A type the hand-written table lacks is one the schema gained after the table was
+    written: its document is the simplest one the schema's strategies generate (hypothesis'
+    ``find``, deterministic), so every test that walks the representatives covers it the
+    moment codegen has run, and the hand-written documents stay the richer ones.
+    """
+    from hypothesis import HealthCheck, find, settings
+    from tests.strategies import documents
+
+    covered = {doc["type"] for docs in table.values() for doc in docs}
+    derived = []
+    for event_type, cls in EVENT_CLASSES.items():
+        if event_type not in covered:
+            quiet = settings(database=None, suppress_health_check=list(HealthCheck))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                derived.append(find(documents(cls), lambda _: True, settings=quiet))
+    return {**table, DERIVED: derived} if derived else dict(table)
+
+
+def exhaustive_match(classes: Iterable[type]) -> str:
+    """
+    The source of a module a downstream consumer writes: a ``match`` over ``aguikit.Event``
+    with one case per class of ``classes``, ending in ``assert_never``.
+
+    Rendered from the registry rather than kept as a file, so a protocol change needs no
+    edit to it; mypy must accept it for every class (``tests/test_models.py``) and must
+    reject it, naming the class, when the union has one more (``tests/test_drill.py``
+    renders it before the drill's event exists and checks it against the drilled package).
+    """
+    names = sorted(cls.__name__ for cls in classes)
+    imports = "".join(f"    {name},\n" for name in names)
+    cases = "".join(f"        case {name}():\n            return {name!r}\n" for name in names)
+    return (
+        '"""An exhaustive match over aguikit.Event, as a consumer writes it."""\n\n'
+        "from __future__ import annotations\n\n"
+        "from typing import assert_never\n\n"
+        f"from aguikit.models import (\n    Event,\n{imports})\n\n\n"
+        "def describe(event: Event) -> str:\n"
+        "    match event:\n"
+        f"{cases}"
+        "        case _:\n"
+        "            assert_never(event)\n"
+    )

@@ -26,6 +26,7 @@ from aguikit.catalogue import RULES, RULES_BY_ID, Rule, Severity, Stage, find_ru
 from aguikit.checker import check_bytes
 from aguikit.chunks import normalize_all
 from aguikit.cli import main
+from aguikit.client import prepare_input
 from aguikit.errors import (
     AguiError,
     ContentTypeError,
@@ -115,6 +116,11 @@ def _triggered(rule: Rule) -> set[str]:
         seen |= {catalogue.RULES_BY_SYMBOL[symbol].id for symbol in symbols}
     elif rule.stage is Stage.PRODUCER:
         seen |= _repaired(rule.example)
+    elif rule.stage is Stage.CLIENT:
+        sent: list[str] = []
+        for document in rule.example:
+            prepare_input(document, warnings=sent)
+        seen |= {line.split()[0] for line in sent}
     elif rule.stage is Stage.CHECKER:
         if rule.example_bytes is not None:
             data, name = rule.example_bytes, "example.sse" if rule.id == "AGUI-K004" else "example"

@@ -301,8 +301,11 @@ def test_the_request_leaves_out_activity_messages_and_undescribed_material_with_
         )
         == body
     )
-    assert ["/messages/1/mood", "/futureInput"] == [w.split("'")[1] for w in warnings]
-    assert [f"request: {w}" for w in warnings] == [r.getMessage() for r in caplog.records]
+    assert ["AGUI-W002", "AGUI-W002", "AGUI-W023"] == [w.split()[0] for w in warnings]
+    assert ["/messages/1/mood", "/futureInput"] == [w.split("'")[1] for w in warnings[:2]]
+    assert "'a1'" in warnings[2]
+    logged = [r.getMessage() for r in caplog.records if r.name == "aguikit"]
+    assert all(any(w.split(": ", 1)[1] in line for line in logged) for w in warnings[:2])
     with pytest.raises(SchemaValidationError):
         prepare_input(support.run_input(messages=[{"id": "u1", "role": "user", "content": 5}]))
 

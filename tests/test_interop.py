@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 
 import pytest
 from hypothesis import given
@@ -26,7 +27,11 @@ from aguikit.wire import to_wire
 
 ag_ui_core = pytest.importorskip("ag_ui.core", reason="the official SDK ag-ui-protocol is needed")
 
-SHARED_TYPES = sorted(t for t in EVENT_CLASSES if t not in DEPRECATED_EVENT_TYPES)
+SDK_TYPES = frozenset(member.value for member in ag_ui_core.EventType)
+SHARED_TYPES = sorted(t for t in EVENT_CLASSES if t in SDK_TYPES)
+"""Read from the SDK: the event types both libraries define."""
+SDK_LACKS = sorted(t for t in EVENT_CLASSES if t not in SDK_TYPES)
+"""Computed, never listed: the deprecated ``THINKING_*`` and any event the SDK predates."""
 
 
 @pytest.mark.parametrize("event_type", SHARED_TYPES)
@@ -75,13 +80,24 @@ def test_an_sdk_built_event_converts_with_its_extras_kept() -> None:
     assert {"colour": "red"} == ours.extra_members
 
 
-def test_deprecated_thinking_events_have_no_sdk_counterpart() -> None:
-    """ag-ui-protocol 1.0 dropped ``THINKING_*``: a clear TypeError, not a pydantic error."""
-    with pytest.warns(DeprecationWarning):
-        thinking = models.ThinkingStartEvent()
+def test_the_events_the_sdk_lacks_include_every_deprecated_one() -> None:
+    """ag-ui-protocol 1.0 dropped ``THINKING_*``; anything else it lacks is newer than it."""
+    assert set(DEPRECATED_EVENT_TYPES) <= set(SDK_LACKS)
 
-    with pytest.raises(TypeError, match="THINKING_START"):
-        to_sdk(thinking)
+
+@pytest.mark.parametrize("event_type", SDK_LACKS)
+@given(data=st.data())
+def test_an_event_the_sdk_lacks_converts_to_a_clear_type_error(
+    event_type: str, data: st.DataObject
+) -> None:
+    """No SDK counterpart: a TypeError naming the type and why, not a pydantic error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ours = data.draw(strategies.instances(EVENT_CLASSES[event_type]))
+    why = "deprecated" if event_type in DEPRECATED_EVENT_TYPES else "not in this SDK"
+
+    with pytest.raises(TypeError, match=f"no event {event_type} \\({why}\\)"):
+        to_sdk(ours)
 
 
 def test_from_sdk_refuses_what_is_not_an_sdk_model() -> None:

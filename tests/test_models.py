@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
 import re
 import subprocess
 import sys
@@ -20,10 +21,11 @@ from typing import Any, Final
 
 import attrs
 import pytest
-from tests import strategies
+from tests import corpus, strategies
+from tests.support import exhaustive_match
 
 from aguikit._generated import models
-from aguikit._generated.registry import EVENT_CLASSES
+from aguikit._generated.registry import DEPRECATED_EVENT_TYPES, EVENT_CLASSES, PROTOCOL_VERSION
 from aguikit.validate import load_schema
 
 CLASSES = sorted(strategies.MODEL_CLASSES.values(), key=lambda c: c.__name__)
@@ -224,10 +226,9 @@ def test_closed_models_are_marked_and_open_patch_operations_are_not() -> None:
 
 # --------------------------------------------------------------------------- exhaustiveness
 
-EXHAUSTIVE = Path(__file__).parent / "typing" / "exhaustive_match.py"
 
-
-def _mypy(path: Path, cache: Path) -> subprocess.CompletedProcess[str]:
+def mypy(path: Path, cache: Path) -> subprocess.CompletedProcess[str]:
+    """``mypy --strict`` on one file, with the package the interpreter imports."""
     return subprocess.run(
         [
             sys.executable,
@@ -253,9 +254,12 @@ def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("mypy-cache")
 
 
-def test_an_exhaustive_match_over_event_type_checks(mypy_cache: Path) -> None:
+def test_an_exhaustive_match_over_event_type_checks(mypy_cache: Path, tmp_path: Path) -> None:
     """A ``match`` with a case per event class, ending in ``assert_never``, is accepted."""
-    result = _mypy(EXHAUSTIVE, mypy_cache)
+    module = tmp_path / "exhaustive_match.py"
+    module.write_text(exhaustive_match(EVENT_CLASSES.values()), encoding="utf-8")
+
+    result = mypy(module, mypy_cache)
 
     assert 0 == result.returncode, result.stdout + result.stderr
 
@@ -263,32 +267,67 @@ def test_an_exhaustive_match_over_event_type_checks(mypy_cache: Path) -> None:
 def test_a_match_missing_one_event_fails_type_checking_naming_the_class(
     mypy_cache: Path, tmp_path: Path
 ) -> None:
-    """Remove one case: mypy must reject the ``assert_never`` and name the missing class."""
-    source = EXHAUSTIVE.read_text(encoding="utf-8")
-    case = '        case ToolCallArgsEvent():\n            return "tools"\n'
-    assert case in source
-    broken = tmp_path / "missing_case.py"
-    broken.write_text(source.replace(case, ""), encoding="utf-8")
+    """One case fewer than the union has: mypy rejects the ``assert_never`` and names the
+    class, as it does for a consumer's match when the protocol adds an event."""
+    module = tmp_path / "missing_case.py"
+    classes = [c for c in EVENT_CLASSES.values() if c is not models.ToolCallArgsEvent]
+    module.write_text(exhaustive_match(classes), encoding="utf-8")
 
-    result = _mypy(broken, mypy_cache)
+    result = mypy(module, mypy_cache)
 
     assert 1 == result.returncode
     assert "ToolCallArgsEvent" in result.stdout
     assert "assert_never" in result.stdout
 
 
-PROSE: Final = ("README.md", "docs/DESIGN.md", "schema/README.md")
-"""Documents that state how many events there are; the changelog is history and may not."""
-COUNT: Final = re.compile(r"\b(\d+)(?:-way\b| event types\b| event classes\b| failed branches\b)")
+# --------------------------------------------------------------------------- counts in prose
+
+ROOT: Final = Path(__file__).resolve().parent.parent
+PROSE: Final = (
+    "README.md",
+    "schema/README.md",
+    *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md") if p.name != "rules.md"),
+)
+"""Documents written by hand (the changelog is history; ``docs/rules.md`` is rendered)."""
+OF_THE_SPEC: Final = re.compile(r"\b(\d+) event types of AG-UI (\d+\.\d+)\b")
+RETIRED: Final = re.compile(r"\b(\d+) retired `THINKING_\*` types\b")
+ANY_COUNT: Final = re.compile(
+    r"\b\d+(?:-way\b| (?:current |deprecated |retired |shared )?event (?:types|classes)\b"
+    r"| failed branches\b| members\))"
+)
+SPEC_SCHEMA: Final = corpus.REFERENCE / "upstream" / "docs" / "spec" / PROTOCOL_VERSION
+SPEC_SCHEMA_FILE: Final = SPEC_SCHEMA / "schema.json"
 
 
 @pytest.mark.parametrize("name", PROSE)
-def test_every_event_count_stated_in_prose_is_the_registrys(name: str) -> None:
-    """A count of events written in the docs ("36 event types", "36-way") is the real one."""
-    text = (Path(__file__).resolve().parent.parent / name).read_text(encoding="utf-8")
-    stated = [int(n) for n in COUNT.findall(text)]
-    stated += [
-        int(n) for n in re.findall(r"`Event` union, which it defines \((\d+) members\)", text)
+def test_prose_counts_only_what_a_schema_change_cannot_make_stale(name: str) -> None:
+    """
+    A count of aguikit's own events ("36 event types", "36-way") goes stale the moment the
+    schema gains one, and would make adding an event a prose edit: the documents say
+    those without a number.  The counts they may state are the specification's ("the 31
+    event types of AG-UI 1.1") and the retired types' ("the 5 retired `THINKING_*` types"),
+    checked against their sources below.
+    """
+    text = (ROOT / name).read_text(encoding="utf-8")
+    allowed = {m.start() for m in OF_THE_SPEC.finditer(text)} | {
+        m.start() for m in RETIRED.finditer(text)
+    }
+
+    assert [] == [m.group(0) for m in ANY_COUNT.finditer(text) if m.start() not in allowed]
+    assert [len(DEPRECATED_EVENT_TYPES)] * len(RETIRED.findall(text)) == [
+        int(n) for n in RETIRED.findall(text)
     ]
 
-    assert [len(EVENT_CLASSES)] * len(stated) == stated
+
+def test_the_spec_counts_in_prose_are_the_specifications() -> None:
+    """ "The N event types of AG-UI X.Y" is the count of the bundled specification's
+    ``EventType`` for the version aguikit speaks, and aguikit defines every one of them."""
+    if not SPEC_SCHEMA_FILE.is_file():
+        pytest.skip(f"the AG-UI {PROTOCOL_VERSION} specification is not at {SPEC_SCHEMA}")
+    spec = json.loads(SPEC_SCHEMA_FILE.read_text(encoding="utf-8"))
+    defined = set(spec["$defs"]["EventType"]["enum"])
+    stated = [m for name in PROSE for m in OF_THE_SPEC.findall((ROOT / name).read_text("utf-8"))]
+
+    assert stated, "README.md states how many event types AG-UI defines"
+    assert [(str(len(defined)), PROTOCOL_VERSION)] * len(stated) == stated
+    assert defined <= set(EVENT_CLASSES) - set(DEPRECATED_EVENT_TYPES)

@@ -6,7 +6,10 @@ of hypothesis-generated ones are encoded by aguikit and decoded by ``@ag-ui/prot
 encoded by ``@ag-ui/proto`` and decoded by aguikit.  Decoded events must equal the
 originals (as far as both encodings carry them: ``@ag-ui/proto`` 1.0.0 predates AG-UI 1.1's
 ``encryptedValueType``, and protobuf cannot tell an absent list of a run's input from an
-empty one), and aguikit's bytes must equal ``@ag-ui/proto``'s for the same event.
+empty one), and aguikit's bytes must equal ``@ag-ui/proto``'s for the same event.  Which
+event types and members the package has is read from the package itself (its compiled
+field numbers), so an event or member aguikit adds is left out by computation, not by a
+list kept here.
 
 Node runs ``tests/node/agui_proto.mjs`` over the package installed in ``tests/node``
 (``nox -s tests`` installs it).  Without Node the test skips, unless
@@ -21,7 +24,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
@@ -29,13 +32,11 @@ from hypothesis import strategies as st
 from tests.strategies import instances
 
 from aguikit import proto
-from aguikit._generated.registry import EVENT_CLASSES
+from aguikit._generated.registry import EVENT_CLASSES, SINCE
 from aguikit.wire import to_wire
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
-TYPES = sorted(t for t in EVENT_CLASSES if not t.startswith("THINKING_"))
-NOT_IN_1_0: frozenset[str] = frozenset({"encryptedValueType"})
-"""Members AG-UI 1.1 added after @ag-ui/proto 1.0.0: numbered in the ledger, unknown to it."""
+LEDGER = NODE_DIR.parent.parent / "schema" / "proto-ledger.txt"
 
 
 BYTE_OUTCOMES = ("same_bytes", "empty_key", "js_key_order", "js_proto_key")
@@ -57,6 +58,46 @@ if not _oracle_available():
     pytest.skip("node and @ag-ui/proto are not installed", allow_module_level=True)
 
 
+def _numbers() -> dict[str, str]:
+    """Every slot number @ag-ui/proto compiled in, ``Message.field`` → number, as the ledger
+    writes them (``tests/node/numbers.mjs`` reads them from the package's encoders)."""
+    done = subprocess.run(
+        ["node", str(NODE_DIR / "numbers.mjs"), str(NODE_DIR / "package.json")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return dict(line.split(" = ") for line in done.stdout.split("\n") if line)
+
+
+def _ledger() -> dict[str, str]:
+    text = LEDGER.read_text(encoding="utf-8")
+    return dict(line.split(" = ")[:2] for line in text.splitlines() if line and line[0] != "#")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+THEIRS: Final = _numbers()
+OURS: Final = _ledger()
+TYPES: Final = sorted(t for t in EVENT_CLASSES if f"EventType.{t}" in THEIRS)
+"""The event types @ag-ui/proto can encode, read from it: not the deprecated ``THINKING_*``
+(no envelope arm) nor any event the package predates."""
+KNOWN_MESSAGES: Final = frozenset(key.rpartition(".")[0] for key in THEIRS)
+NOT_IN_OFFICIAL: Final = frozenset(
+    _camel(field)
+    for key in OURS
+    if key not in THEIRS
+    for message, _, field in [key.rpartition(".")]
+    if message in KNOWN_MESSAGES and message not in ("EventType", "Event.event")
+)
+"""Members of messages @ag-ui/proto has that it has no slot for (AG-UI 1.1's
+``encryptedValueType``): computed from the ledger and the package, left out of comparisons."""
+
+
 def official(requests: list[dict[str, Any]], tmp: Path) -> list[dict[str, Any]]:
     """Run a batch through @ag-ui/proto (one Node process per batch)."""
     path = tmp / "requests.json"
@@ -76,7 +117,7 @@ def official(requests: list[dict[str, Any]], tmp: Path) -> list[dict[str, Any]]:
 def carried(value: Any) -> Any:
     """What both encodings carry: 1.1-only members dropped, objects' keys sorted."""
     if isinstance(value, dict):
-        return {k: carried(v) for k, v in sorted(value.items()) if k not in NOT_IN_1_0}
+        return {k: carried(v) for k, v in sorted(value.items()) if k not in NOT_IN_OFFICIAL}
     if isinstance(value, list):
         return [carried(v) for v in value]
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**53:
@@ -159,24 +200,32 @@ def _has_key(value: Any, key: str) -> bool:
 
 
 def test_the_field_numbers_are_the_ones_compiled_into_the_official_package() -> None:
-    """Every number @ag-ui/proto 1.0.0 encodes with is the ledger's; the ledger adds only 1.1."""
-    done = subprocess.run(
-        ["node", str(NODE_DIR / "numbers.mjs"), str(NODE_DIR / "package.json")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    theirs = dict(line.split(" = ") for line in done.stdout.split("\n") if line)
-    ledger_text = (NODE_DIR.parent.parent / "schema" / "proto-ledger.txt").read_text()
-    ours = dict(
-        line.split(" = ")[:2]
-        for line in ledger_text.splitlines()
-        if line and not line.startswith("#")
-    )
+    """Every number @ag-ui/proto 1.0.0 encodes with is the ledger's, and every slot the ledger
+    adds takes a number the package uses for nothing else in that message or enum, so an
+    addition can never be read as something the package knows."""
+    taken: dict[str, set[str]] = {}
+    for key, number in THEIRS.items():
+        taken.setdefault(key.rpartition(".")[0], set()).add(number)
+    added = {k: v for k, v in OURS.items() if k not in THEIRS}
 
-    assert {} == {k: (v, ours.get(k)) for k, v in theirs.items() if ours.get(k) != v}
-    assert [] == sorted(k for k in ours if k not in theirs and "encrypted_value_type" not in k)
+    assert {} == {k: (v, OURS.get(k)) for k, v in THEIRS.items() if OURS.get(k) != v}
+    assert {} == {k: v for k, v in added.items() if v in taken.get(k.rpartition(".")[0], ())}
+
+
+def test_the_members_left_out_are_the_schemas_newer_ones_where_the_package_has_the_message() -> (
+    None
+):
+    """What the comparisons leave out is derived, not listed: with @ag-ui/proto 1.0.0 it is
+    AG-UI 1.1's ``encryptedValueType`` (``x-since`` in the schema), and every member the
+    schema marks newer than 1.0 on a message the package has is among it."""
+    newer = {
+        member
+        for definition, members in SINCE.items()
+        if definition in KNOWN_MESSAGES
+        for member in members
+    }
+
+    assert newer <= NOT_IN_OFFICIAL
 
 
 def test_every_event_type_with_every_member_set_agrees(tmp_path: Path) -> None:

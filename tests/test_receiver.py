@@ -243,8 +243,10 @@ def test_version_comparison_is_numeric_not_textual() -> None:
 
 def test_stripping_a_deprecated_typed_event_does_not_warn_its_receiver() -> None:
     """
-    A typed THINKING_* event carrying an unknown member is rebuilt without it; the rebuild
-    is the library's, not the user's, so it must not raise a DeprecationWarning.
+    A typed THINKING_* event carrying an unknown member is translated, then rebuilt without
+    the member (the compatibility boundary comes before enforcement, so the warning names the
+    replacement); the rebuild is the library's, not the user's, so it must not raise a
+    DeprecationWarning.
     """
     import warnings
 
@@ -258,4 +260,5 @@ def test_stripping_a_deprecated_typed_event_does_not_warn_its_receiver() -> None
         warnings.simplefilter("error", DeprecationWarning)
         session.feed(event)
 
-    assert ["unknown-member", "deprecated-event"] == [w.code for w in session.warnings]
+    assert ["deprecated-event", "unknown-member"] == [w.code for w in session.warnings]
+    assert "on REASONING_START" in session.warnings[1].message

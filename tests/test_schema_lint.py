@@ -47,21 +47,22 @@ def _set(name: str, key: str, value: Any) -> Callable[[dict[str, Any]], None]:
 
 
 def _new_event(defs: dict[str, Any]) -> None:
-    """A new event the way a maintainer might add it: no anchor, not closed."""
-    defs["ToolCallProgressEvent"] = {
-        "description": "Progress of an open tool call.",
+    """A new event the way a maintainer might add it: no anchor, not closed.  Not the one
+    ``tests/test_drill.py`` adds, so this runs on the drill's copy too."""
+    defs["ToolCallHeartbeatEvent"] = {
+        "description": "A sign of life from an open tool call.",
         "type": "object",
         "allOf": [{"$ref": "#/$defs/BaseEvent"}],
-        "properties": {"type": {"const": "TOOL_CALL_PROGRESS"}},
+        "properties": {"type": {"const": "TOOL_CALL_HEARTBEAT"}},
         "required": ["type"],
     }
-    defs["Event"]["oneOf"].append({"$ref": "#/$defs/ToolCallProgressEvent"})
-    defs["EventType"]["enum"].append("TOOL_CALL_PROGRESS")
+    defs["Event"]["oneOf"].append({"$ref": "#/$defs/ToolCallHeartbeatEvent"})
+    defs["EventType"]["enum"].append("TOOL_CALL_HEARTBEAT")
 
 
 def _union_only(defs: dict[str, Any]) -> None:
     _new_event(defs)
-    defs["EventType"]["enum"].remove("TOOL_CALL_PROGRESS")
+    defs["EventType"]["enum"].remove("TOOL_CALL_HEARTBEAT")
 
 
 def _inline_open(defs: dict[str, Any]) -> None:
@@ -91,16 +92,16 @@ def _inline_open(defs: dict[str, Any]) -> None:
             _set("ThinkingStartEvent", "description", "Deprecated: use THINKING_END."),
             "ThinkingStartEvent: deprecated, so its description must name the replacement",
         ),
-        (_new_event, "ToolCallProgressEvent: \"$anchor\" must be 'ToolCallProgressEvent'"),
-        (_new_event, "ToolCallProgressEvent: an object must be closed"),
+        (_new_event, "ToolCallHeartbeatEvent: \"$anchor\" must be 'ToolCallHeartbeatEvent'"),
+        (_new_event, "ToolCallHeartbeatEvent: an object must be closed"),
         (
             _union_only,
             "pinned by an Event member but not in EventType: "
-            "TOOL_CALL_PROGRESS (ToolCallProgressEvent)",
+            "TOOL_CALL_HEARTBEAT (ToolCallHeartbeatEvent)",
         ),
         (
-            lambda defs: defs["EventType"]["enum"].append("TOOL_CALL_PROGRESS"),
-            "in EventType but pinned by no Event member: TOOL_CALL_PROGRESS",
+            lambda defs: defs["EventType"]["enum"].append("TOOL_CALL_HEARTBEAT"),
+            "in EventType but pinned by no Event member: TOOL_CALL_HEARTBEAT",
         ),
     ],
 )

@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 import pytest
 from tests import corpus, strategies
-from tests.support import ALL_MESSAGES, FAMILIES, FULL_RUN_INPUT
+from tests.support import ALL_MESSAGES, DERIVED, FAMILIES, FULL_RUN_INPUT, representatives
 
 from aguikit._generated import models
 from aguikit._generated.registry import DEPRECATED_EVENT_TYPES, EVENT_CLASSES, MESSAGE_CLASSES
@@ -37,16 +37,32 @@ CLASSES: list[type] = [strategies.MODEL_CLASSES[name] for name in sorted(strateg
 
 FAMILY_CASES = [
     pytest.param(doc, id=f"{family}:{doc['type']}:{i}")
-    for family, docs in FAMILIES.items()
+    for family, docs in representatives().items()
     for i, doc in enumerate(docs)
 ]
 
 
-def test_the_family_table_covers_every_event_type() -> None:
-    """Every event type the registry knows has a representative document in ``FAMILIES``."""
-    covered = {doc["type"] for docs in FAMILIES.values() for doc in docs}
+def test_the_representatives_cover_every_event_type() -> None:
+    """Every event type the registry knows has a representative document, hand-written in
+    ``FAMILIES`` or derived from the schema."""
+    covered = {doc["type"] for docs in representatives().values() for doc in docs}
 
     assert set(EVENT_CLASSES) == covered
+
+
+def test_an_event_type_the_table_lacks_gets_a_valid_document_from_the_schema() -> None:
+    """A table written before an event existed (here: without its tool-call family) is
+    completed from the schema, one valid document of each missing type, deterministically."""
+    older = {family: docs for family, docs in FAMILIES.items() if family != "tools"}
+
+    completed = representatives(older)
+
+    derived = completed[DERIVED]
+    covered = {doc["type"] for docs in older.values() for doc in docs}
+    assert {doc["type"] for doc in FAMILIES["tools"]} <= {doc["type"] for doc in derived}
+    assert set(EVENT_CLASSES) - covered == {doc["type"] for doc in derived}
+    assert all(is_valid(doc) for doc in derived)
+    assert derived == representatives(older)[DERIVED]
 
 
 @pytest.mark.parametrize("doc", FAMILY_CASES)

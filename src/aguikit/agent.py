@@ -31,7 +31,8 @@ import datetime
 import inspect
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any, Final, Protocol, TypeAlias
 
 import attrs
@@ -56,7 +57,7 @@ from ._generated.models import (
     ToolCallStartEvent,
     ToolMessage,
 )
-from ._generated.registry import PROTOCOL_VERSION
+from ._generated.registry import EVENT_CLASSES, PROTOCOL_VERSION
 from .changes import What
 from .client import AgentClient, prepare_input
 from .errors import AguiError
@@ -85,7 +86,17 @@ EventLike: TypeAlias = Event | Mapping[str, Any]
 middleware chose to yield instead (the session takes both)."""
 
 Middleware: TypeAlias = Callable[[AsyncIterator[EventLike]], AsyncIterator[EventLike]]
-"""Transforms the event stream of a run: an async iterator in, an async iterator out."""
+"""
+Transforms the event stream of a run: an async iterator in, an async iterator out.
+
+It sits where the AG-UI processing model puts middleware: after the compatibility
+boundary, before enforcement.  So it receives each event as the network decoded it with
+retired shapes already translated (a ``THINKING_*`` event arrives as its ``REASONING_*``
+replacement) and nothing removed (an undeclared member, an unknown event type and a chunk
+before expansion all arrive as sent); what it yields is then validated, stripped,
+expanded, verified and applied by the run's session, so a malformed value it passes on is
+rejected there, never repaired.
+"""
 
 HOOKS: Final = (
     "on_event",
@@ -378,7 +389,10 @@ class Agent:
         return unsubscribe
 
     def use(self, *middleware: Middleware) -> Agent:
-        """Add middleware, applied in order (the first sees the network's events first)."""
+        """
+        Add middleware, applied in order: the first sees the events first, after the
+        compatibility boundary and before enforcement (see :data:`Middleware`).
+        """
         self._middleware.extend(middleware)
         return self
 
@@ -530,13 +544,15 @@ class Agent:
         )
         self.session = session
         tracker = _Tracker(self, errors)
-        events: AsyncIterator[EventLike] = self._client.aevents(body, join=join)
+        # The specification's order: compatibility boundary, middleware, then the session's
+        # enforcement, expansion, verification and application (docs/DESIGN.md).
+        events = _translated(self._client.aevents(body, join=join), session)
         for middleware in self._middleware:
             events = middleware(events)
         try:
             try:
                 async for item in events:
-                    for update in session.feed(item):
+                    for update in session.feed(_judged(item)):
                         await tracker.deliver(update, session)
                 for update in session.finish():
                     await tracker.deliver(update, session)
@@ -586,6 +602,37 @@ class Agent:
             transport=self._transport,
         )
         return None if data is None else parse_as(AgentCapabilities, data)
+
+
+async def _translated(
+    events: AsyncGenerator[EventLike, None], session: Session
+) -> AsyncIterator[EventLike]:
+    """
+    The compatibility boundary ahead of middleware: each decoded event with its retired
+    shapes translated and nothing removed (:meth:`Session.translate`).  Closing it closes
+    the request under it, whatever middleware wraps it.
+    """
+    async with aclosing(events):
+        async for item in events:
+            yield session.translate(item)
+
+
+_EVENT_CLASSES: Final = frozenset(EVENT_CLASSES.values())
+
+
+def _judged(item: EventLike) -> EventLike:
+    """
+    What middleware yields, in the form enforcement judges in full: a typed aguikit event is
+    written back to its wire form, because the session trusts a typed event's values (they
+    are an application's own) while middleware output must be validated like the network's
+    (a chunk whose role a middleware set to ``42`` is rejected, not expanded).
+    """
+    if type(item) not in _EVENT_CLASSES:
+        return item
+    try:
+        return to_wire(item)
+    except (TypeError, ValueError, AttributeError):
+        return item  # unwritable: the session reports it as the malformed event it is
 
 
 class _Tracker:

@@ -83,6 +83,7 @@ class Stage(enum.StrEnum):
     APPLIER = "applier"
     ENCODER = "encoder"
     PRODUCER = "producer"
+    CLIENT = "client"
     CHECKER = "checker"
 
 
@@ -880,6 +881,26 @@ RULES: Final[tuple[Rule, ...]] = (
         (_rs(), _ts(), _rf()),
         severity=Severity.WARNING,
         stage=Stage.PRODUCER,
+    ),
+    # -- what a client leaves out of the run input it sends --------------------------------
+    Rule(
+        "AGUI-W023",
+        "activity-not-sent",
+        "An activity message is left out of the run input a client sends",
+        "spec basic/run-input (activity messages never travel back to the producer)",
+        "Leaving activity message '{entity_id}' out of the run input: activity messages are "
+        "the consumer's rendering material, not conversation the agent resumes from.",
+        (
+            {
+                "threadId": "t1",
+                "runId": "r1",
+                "messages": [
+                    {"id": "a1", "role": "activity", "activityType": "plan", "content": {}}
+                ],
+            },
+        ),
+        severity=Severity.INFO,
+        stage=Stage.CLIENT,
     ),
     # -- patches --------------------------------------------------------------------------
     Rule(

@@ -46,7 +46,7 @@ import httpx
 
 from ._generated.models import RunAgentInput
 from ._generated.registry import PROTOCOL_VERSION
-from .catalogue import render_message
+from .catalogue import RULES_BY_ID, Severity, render_message
 from .errors import HTTPStatusError, TransportError, TruncatedStreamError
 from .limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
 from .patch import UNSET
@@ -151,13 +151,14 @@ def _flatten_for_0_0_39(messages: list[Any], warnings: list[str]) -> list[Any]:
     return out
 
 
-def _without_activity(messages: Any) -> Any:
-    """The messages to send: activity messages are the consumer's rendering material, never
-    conversation the agent resumes from (run input: "a consumer MUST strip them from
-    ``messages`` before sending")."""
-    if not isinstance(messages, list):
-        return messages
-    return [m for m in messages if not (isinstance(m, Mapping) and m.get("role") == "activity")]
+def _note(warnings: list[str] | None, rule_id: str, **fields: Any) -> None:
+    """Report what the outgoing boundary left out: on the log, and in ``warnings``."""
+    rule = RULES_BY_ID[rule_id]
+    message = render_message(rule_id, **fields)
+    level = logging.INFO if rule.severity is Severity.INFO else logging.WARNING
+    LOGGER.log(level, "%s (run input): %s", rule.symbol, message)
+    if warnings is not None:
+        warnings.append(f"{rule_id} {rule.symbol}: {message}")
 
 
 def prepare_input(
@@ -170,14 +171,17 @@ def prepare_input(
     """
     The JSON body the client POSTs for ``run_input``.
 
-    A mapping is read as wire JSON; retired ``binary`` content parts in it are upgraded to
-    the modern media parts they stand for (an old front end's history stays sendable).
-    The specification's outgoing boundary is applied immediately before transmission:
-    activity messages are left out of ``messages`` (rendering material, never conversation),
-    material the schema does not describe is removed, each removal recorded in ``warnings``
-    (``AGUI-W002``'s words), and the rest is validated and re-serialised through the typed
-    model, so a malformed known field raises before anything is sent.  ``protocolVersion``
-    is set to ``protocol_version`` unless the input already declares one.
+    The processing model's outgoing boundary, in its order: retired ``binary`` content
+    parts are upgraded to the modern media parts they stand for (an old front end's history
+    stays sendable); then whatever the protocol does not describe is removed, an undeclared
+    member or a message of an unknown role, each named in ``warnings`` and logged as
+    ``AGUI-W002`` (the specification: "a consumer MUST remove unrecognised material from the
+    run input, SHOULD warn about what it removed"); activity messages are left out too
+    (``AGUI-W023``: they "never travel back to the producer"); then the result is validated and
+    re-serialised through the typed model, so a malformed known field fails here, before
+    anything is sent, whether the input was a mapping or a typed ``RunAgentInput``.
+    ``protocolVersion`` is set to ``protocol_version`` unless the input already declares
+    one.
 
     ``max_protocol_version`` pins an older peer: the members its version does not have yet
     (``encryptedValueType`` for a ``1.0`` peer, read from the schema's ``x-since`` by
@@ -189,21 +193,28 @@ def prepare_input(
 
     .. versionchanged:: 0.2.0  Declares AG-UI 1.1, and omits 1.1-only members for a peer
        pinned to an older version.
-    .. versionchanged:: 0.4.0  Strips undescribed material and activity messages, and warns
-       for every member a downgrade leaves out.
+    .. versionchanged:: 0.4.0  Strips unrecognised material and activity messages with a
+       warning instead of sending them, validates a typed input too, and warns for every
+       member a downgrade leaves out.
 
     Raises:
-        SchemaValidationError: The input is not a valid ``RunAgentInput``.
+        SchemaValidationError: The input is not a valid ``RunAgentInput`` (a known member is
+            missing or malformed).
     """
     notes: list[str] = []
     data = dict(run_input) if isinstance(run_input, Mapping) else to_wire(run_input)
     data["messages"] = _upgrade_messages(data.get("messages"))
     data, removed = strip_unknown(data, definition="RunAgentInput")
-    notes.extend(
-        render_message("AGUI-W002", pointer=pointer, event_type="RunAgentInput")
-        for pointer in removed
-    )
-    data["messages"] = _without_activity(data.get("messages"))
+    for pointer in removed:
+        _note(warnings, "AGUI-W002", pointer=pointer, event_type="RunAgentInput")
+    if isinstance(data["messages"], list):
+        kept = []
+        for message in data["messages"]:
+            if isinstance(message, Mapping) and message.get("role") == "activity":
+                _note(warnings, "AGUI-W023", entity_id=message.get("id"))
+            else:
+                kept.append(message)
+        data["messages"] = kept
     wire = to_wire(parse_run_agent_input(data))
     old_peer = _older_than(max_protocol_version, "1.0")
     if old_peer:
@@ -423,7 +434,10 @@ class AgentClient:
         """
         POST ``body`` (an already prepared request) and yield the answer's decoded wire
         dicts, unfolded: the fetch and decode that :meth:`run` and :class:`aguikit.Agent`
-        (whose middleware sits between this and its session) share.
+        (whose middleware sits between this and its session) share.  They are the reader's
+        output, before the processing model's first stage: nothing is translated, stripped
+        or judged yet, so application code should take events from a session
+        (:meth:`run`, :class:`aguikit.Agent`), never from here.
 
         When the server numbers its frames (``id:``) or declares ``X-AGUI-Resume``, and
         the connection drops, or the answer ends before ``RUN_FINISHED``/``RUN_ERROR``, the

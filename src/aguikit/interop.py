@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import Any, Final
 
 from ._generated import models as _models
-from ._generated.registry import EVENT_CLASSES, MESSAGE_CLASSES
+from ._generated.registry import DEPRECATED_EVENT_TYPES, EVENT_CLASSES, MESSAGE_CLASSES
 from .wire import parse_as, parse_event, parse_message, to_wire
 
 __all__ = ["from_sdk", "is_sdk_model", "sdk_wire", "to_sdk"]
@@ -111,7 +111,8 @@ def to_sdk(obj: Any) -> Any:
     Raises:
         ImportError: ``ag-ui-protocol`` is not installed (install ``aguikit[sdk]``).
         TypeError: the SDK has no model for this value (the deprecated ``THINKING_*``
-            events, which ag-ui-protocol 1.0 dropped), or ``obj`` is not an aguikit model.
+            events, which ag-ui-protocol 1.0 dropped, or an event the installed SDK
+            predates), or ``obj`` is not an aguikit model.
     """
     core = _sdk()
     wire = to_wire(obj)
@@ -119,7 +120,8 @@ def to_sdk(obj: Any) -> Any:
     if cls in _EVENT_CLASSES:
         event_type = wire["type"]
         if event_type not in {member.value for member in core.EventType}:
-            raise TypeError(f"ag_ui.core has no event {event_type} (deprecated in 1.0)")
+            why = "deprecated" if event_type in DEPRECATED_EVENT_TYPES else "not in this SDK"
+            raise TypeError(f"ag_ui.core has no event {event_type} ({why})")
         return _adapter(core, "Event").validate_python(wire)
     if cls in _MESSAGE_CLASSES:
         return _adapter(core, "Message").validate_python(wire)

@@ -30,6 +30,14 @@ the processing rules of the specification:
 A clean stream produces no warning at all: the stripping walk runs only for a document the
 strict schema has already rejected, so the common path costs one validator call.
 
+The boundary has two steps, in the order the processing model fixes (``docs/DESIGN.md``,
+"The processing order is the specification's"): :meth:`Receiver.translate`, the
+compatibility boundary, turns retired shapes into their replacements and touches nothing
+else, so middleware sees a newer producer's material whole; enforcement (the rest of
+:meth:`Receiver.receive`) then drops, strips and judges against the current protocol.
+A consumer without middleware (``Session``) runs both in one call; ``Agent`` runs
+middleware between them.
+
 Deliberately left alone: ordering (the verifier's), chunk expansion (the normalizer's), and
 outgoing requests (the HTTP client's era shims).
 """
@@ -59,11 +67,11 @@ from ._generated.models import (
 )
 from ._generated.registry import EVENT_CLASSES, PROTOCOL_VERSION, SINCE, TAGS
 from .catalogue import RULES_BY_ID, WarningSink, discard_warning, render_message
-from .errors import SchemaIssue
+from .errors import AguiError, SchemaIssue
 from .interop import is_sdk_model, sdk_wire
 from .jsonio import escape_pointer
 from .validate import iter_schema_errors
-from .wire import event_parsers, parse_event
+from .wire import event_parsers, parse_event, to_wire
 
 __all__ = [
     "Receiver",
@@ -225,10 +233,14 @@ def strip_unknown(
     """
     Remove what the event's definition does not describe, without judging what it does.
 
+    Both directions use it: the receiver on each event before delivering it, and the client
+    on the run input before sending it (the processing model's "Outgoing material").
+
     Args:
-        data: A raw event whose ``type`` is a known event type.
+        data: A raw event whose ``type`` is a known event type, or an instance of
+            ``definition``.
         definition: The schema definition ``data`` is an instance of, when not an event
-            (``"RunAgentInput"``: the client strips what it sends the same way).
+            (``"RunAgentInput"``).
 
     Returns:
         The stripped copy and the JSON pointers of everything removed, in document order.
@@ -369,6 +381,9 @@ _THINKING: Final[Mapping[type, str]] = {
 """The deprecated events this boundary translates, and what each becomes."""
 
 
+_THINKING_TYPES: Final = frozenset(t for t, cls in EVENT_CLASSES.items() if cls in _THINKING)
+"""The wire ``type`` of each event :data:`_THINKING` translates."""
+
 _EVENT_CLASSES: Final = tuple(EVENT_CLASSES.values())
 
 
@@ -465,16 +480,73 @@ class Receiver:
             unknown: Any = item
             return parse_event(unknown)  # a list, a string, None: "expected an object"
         else:
-            event = item
+            # Translated first, then stripped: the boundary comes before enforcement.
+            event = self._translate_thinking(item) if type(item) in _THINKING else item
             if event.extra_members:
                 for key in event.extra_members:
                     self._warn_stripped(f"/{escape_pointer(key)}", event.type)
                 event = evolve_quietly(event, extra_members=None)
         if type(event) in _THINKING:
+            # A valid retired shape on the fast path: nothing unknown on it to keep.
             return self._translate_thinking(event)
         if isinstance(event, RunStartedEvent) and event.protocol_version is not None:
             self._judge_version(event.protocol_version)
         return event
+
+    def translate(self, item: Event | Mapping[str, Any]) -> Event | Mapping[str, Any]:
+        """
+        The compatibility boundary alone: a retired shape becomes its replacement, and
+        nothing else changes.
+
+        The processing model puts this first, before middleware and before enforcement: a
+        shim must see material before enforcement strips it, and enforcement judges against
+        the current protocol, in which a retired shape is simply unrecognised.  So a
+        ``THINKING_*`` event becomes its ``REASONING_*`` replacement (minting the ids the
+        old events lack, as :meth:`receive` does, sharing its state) and a pre-1.0
+        ``null`` on an optional member becomes an absence, each with its warning, while an
+        unknown member, an unknown event type or a malformed value passes on untouched, for
+        enforcement to strip, drop or reject.  A retired shape that is itself malformed is
+        passed on untranslated: translating it would repair it.
+
+        :meth:`receive` runs this step itself; call it separately only with middleware
+        between the two (:class:`aguikit.Agent` does).
+
+        Args:
+            item: A decoded wire mapping or a typed event (anything else passes unchanged,
+                for :meth:`receive` to reject).
+
+        Returns:
+            ``item`` itself when nothing is retired in it, else its translation: a wire
+            dict for a mapping (unknown members kept), a typed event for a typed one.
+
+        .. versionadded:: 0.3.0
+        """
+        if isinstance(item, Mapping):
+            kind = item.get("type")
+            if type(kind) is not str:
+                return item
+            data = self._legacy_nulls(item, kind)
+            if kind not in _THINKING_TYPES:
+                return data
+            try:
+                retired = parse_event(data)  # tolerant: unknown members ride along
+            except AguiError:
+                return data  # malformed: enforcement rejects it, fatally
+            return to_wire(self._translate_thinking(retired))
+        if type(item) in _THINKING:
+            return self._translate_thinking(item)
+        return item
+
+    def _legacy_nulls(self, data: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
+        """``data`` without the optional ``null`` members pre-1.0 producers sent, warned."""
+        legacy = [m for m in _LEGACY_NULLS.get(kind, ("rawEvent",)) if data.get(m, 0) is None]
+        if not legacy:
+            return data
+        cleaned = dict(data)
+        for member in legacy:
+            del cleaned[member]
+            self._warn("AGUI-W003", event_type=kind, member=member)
+        return cleaned
 
     def _warn(self, rule_id: str, **fields: Any) -> None:
         self.on_warning(RULES_BY_ID[rule_id].symbol, render_message(rule_id, **fields))
@@ -495,9 +567,11 @@ class Receiver:
             return parse_event(data)  # raises UnknownEventTypeError
         if not self._validate:
             event = parse_event(data, check=False)
+            if type(event) in _THINKING:
+                event = self._translate_thinking(event)
             if event.extra_members:
                 for key in event.extra_members:
-                    self._warn_stripped(f"/{escape_pointer(key)}", kind)
+                    self._warn_stripped(f"/{escape_pointer(key)}", event.type)
                 event = evolve_quietly(event, extra_members=None)
             return event
         parser = None if tried else self._parsers[kind]
@@ -505,12 +579,11 @@ class Receiver:
         if valid is not None:
             return valid
         self._strict_issues(data)
-        cleaned = dict(data)
-        for member in _LEGACY_NULLS.get(kind, ("rawEvent",)):
-            if member in cleaned and cleaned[member] is None:
-                del cleaned[member]
-                self._warn("AGUI-W003", event_type=kind, member=member)
-        cleaned, removed = strip_unknown(cleaned)
+        # The boundary first (retired shapes), then enforcement on what it hands on.
+        translated = self.translate(data)
+        assert isinstance(translated, Mapping)
+        kind = translated["type"]
+        cleaned, removed = strip_unknown(translated)
         for pointer in removed:
             self._warn_stripped(pointer, kind)
         return parse_event(cleaned, strict=True)
@@ -545,6 +618,9 @@ class Receiver:
             "timestamp": event.timestamp,
             "raw_event": event.raw_event,
             "metadata": event.metadata,
+            # What the boundary does not recognise is enforcement's to strip, on the
+            # replacement, with its own warning: translation never drops it.
+            "extra_members": event.extra_members,
         }
         if isinstance(event, models.ThinkingStartEvent):
             if event.title is not None:

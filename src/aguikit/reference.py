@@ -38,6 +38,7 @@ _STAGE_TITLES: Final = {
     Stage.ENCODER: "Encoding events",
     Stage.TRANSPORT: "HTTP",
     Stage.PRODUCER: "Producing a stream (aguikit.server.RunWriter)",
+    Stage.CLIENT: "Sending a run input (aguikit.client.prepare_input)",
     Stage.CHECKER: "What `aguikit check` looks at beyond the pipeline",
 }
 
@@ -59,6 +60,8 @@ _REPORTED_AS: Final = {
     "exception: the library accepts these streams",
     Stage.PRODUCER: "a `SessionWarning` in `RunWriter.warnings` whose `code` is the symbol, "
     "and a record on the `aguikit.server` logger",
+    Stage.CLIENT: "a line of `AgentClient.request_warnings` (the id and the symbol, then the "
+    "message) and a record on the `aguikit` logger; the request is still sent",
 }
 
 

@@ -7,8 +7,13 @@ must leave the state alone.  :class:`Session` chains the stages so each event go
 all of them exactly once::
 
     raw dict ─► receiver boundary ─► chunk normalizer ─► verifier ─► applier
-                (validate, strip,    (expand *_CHUNK)    (ordering)  (messages, state)
-                 translate, warn)
+                (translate, then     (expand *_CHUNK)    (ordering)  (messages, state)
+                 validate, strip,
+                 warn)
+
+That is the specification's processing order (``basic/processing.mdx``) with no middleware;
+a consumer with middleware calls :meth:`Session.translate` before it and :meth:`Session.feed`
+after it (``docs/DESIGN.md``, "The processing order is the specification's").
 
 *Atomic per input.*  Everything one input expands into is verified before any of it is
 applied, so after an error the messages and state are exactly what they were before the
@@ -415,6 +420,27 @@ class Session:
             self._fail(malformed)
             raise malformed from None
         return self._apply(expanded, index)
+
+    def translate(self, event: Event | Mapping[str, Any]) -> Event | Mapping[str, Any]:
+        """
+        Only the first stage of :meth:`feed`, the compatibility boundary, for a consumer that
+        runs middleware between it and the rest.
+
+        The processing model orders a consumer's stages: compatibility boundary, middleware,
+        enforcement, chunk expansion, verification, application.  :meth:`feed` runs every
+        stage but middleware, so a pipeline with middleware (:class:`aguikit.Agent`) calls
+        this first, hands the result to its middleware, then feeds what the middleware
+        yields: a retired ``THINKING_*`` event reaches the middleware already translated,
+        and an unknown member or event type still there (see
+        :meth:`aguikit.receiver.Receiver.translate`).  Feeding the result translates
+        nothing twice.
+
+        Warnings carry the index the next :meth:`feed` takes.
+
+        .. versionadded:: 0.3.0
+        """
+        self._current = self._index
+        return self._receiver.translate(event)
 
     def feed_all(self, events: Iterable[Event | Mapping[str, Any]]) -> list[Update]:
         """Feed every event of ``events`` in order; the updates of all of them."""

@@ -3,12 +3,13 @@ Validate raw AG-UI documents against the bundled JSON Schema.
 
 Two problems shape this module.
 
-*Precision.*  The schema's ``Event`` is a 36-way ``oneOf``.  Validated as a union, a
-document with one wrong field fails every branch, and the report says only that it matched
-none of them.  So a document is validated against the one definition its discriminator
-selects (``type`` for events, ``role`` for messages, ``op`` for patch operations), and
-discriminated unions nested inside it (a message inside ``MESSAGES_SNAPSHOT``, a part
-inside a user message) are resolved the same way when reporting.
+*Precision.*  The schema's ``Event`` is a ``oneOf`` with a branch per event type.
+Validated as a union, a document with one wrong field fails every branch, and the report
+says only that it matched none of them.  So a document is validated against the one
+definition its discriminator selects (``type`` for events, ``role`` for messages, ``op``
+for patch operations), and discriminated unions nested inside it (a message inside
+``MESSAGES_SNAPSHOT``, a part inside a user message) are resolved the same way when
+reporting.
 
 *Speed.*  The ``jsonschema`` package costs tens of microseconds per event even against one
 definition.  The verdict is therefore taken by ``jsonschema-rs`` when it is installed
@@ -327,7 +328,7 @@ def iter_schema_errors(
 
     For a discriminated union (``Event``, ``Message``, ``ContentPart``...) the document is
     checked against the member its discriminator selects, so the issues name the field
-    that is wrong instead of the 36 branches it did not match.
+    that is wrong instead of every branch it did not match.
 
     Args:
         data: A decoded JSON document.
