@@ -236,13 +236,17 @@ def test_cancelling_the_async_run_closes_the_connection(server: RecordingServer)
     """Cancelling the consuming task hangs up too."""
     url = server.add("/slow", _slow())
 
+    streaming = asyncio.Event()
+
     async def consume() -> None:
         async for _ in AgentClient(url).run(INPUT):
-            pass
+            streaming.set()
 
     async def main() -> None:
         task = asyncio.create_task(consume())
-        await asyncio.sleep(0.2)
+        # Cancelled once the answer streams: cancelled before it connects, there is nothing
+        # to hang up (on a loaded machine a fixed sleep can end before the connection).
+        await asyncio.wait_for(streaming.wait(), 30)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
