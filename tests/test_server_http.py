@@ -177,7 +177,9 @@ def test_an_invalid_body_is_422_listing_each_problem_with_its_pointer() -> None:
 
 def test_a_body_that_is_not_json_is_400() -> None:
     with serve_asgi(create_app(greet)) as url:
-        response = httpx.post(url + "/", content=b"{not json")
+        response = httpx.post(
+            url + "/", content=b"{not json", headers={"Content-Type": "application/json"}
+        )
 
     assert 400 == response.status_code
 

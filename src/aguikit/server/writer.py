@@ -980,6 +980,8 @@ class RunWriter(EventWriter):
         expose_errors: Send the exception's text as the message (the code stays
             stable): for development, never for a client you do not trust with your
             exceptions.
+        principal: Who sent the request, as the endpoint's ``authorize`` hook named
+            them (:attr:`principal`).
 
     A request declaring an older ``protocolVersion`` than aguikit speaks (or none) gets
     every event without the members its version does not have yet
@@ -996,6 +998,7 @@ class RunWriter(EventWriter):
         max_open_entities: int = MAX_OPEN_ENTITIES,
         on_error: ErrorReport | None = None,
         expose_errors: bool = False,
+        principal: str | None = None,
     ) -> None:
         if is_sdk_model(run_input):
             run_input = sdk_wire(run_input)
@@ -1005,6 +1008,10 @@ class RunWriter(EventWriter):
             raise TypeError("RunWriter needs a RunAgentInput (typed, wire dict or ag_ui.core)")
         self.input: RunAgentInput = run_input
         """The request this run answers."""
+        self.principal = principal
+        """Who sent the request, as the endpoint's ``authorize`` hook named them (an
+        opaque string, a user id say); ``None``: anonymous, or no hook.  A handler scopes
+        what it reads and does to it."""
         self._tag = None
         self._stream = _Stream(
             sink=sink,
@@ -1036,9 +1043,9 @@ class RunWriter(EventWriter):
 
     @property
     def ended(self) -> bool:
-        """Whether the run's terminal event (``RUN_FINISHED`` or ``RUN_ERROR``) was sent,
-        by the writer or by hand."""
-        return self._stream.ended_at is not None
+        """Whether the run is over: its terminal event (``RUN_FINISHED`` or ``RUN_ERROR``)
+        was sent, by the writer or by hand, or it was cancelled (nothing more is sent)."""
+        return self._closed or self._stream.ended_at is not None
 
     async def start(self) -> None:
         """Emit ``RUN_STARTED`` (once, and not when a hand-sent one started the run;
@@ -1063,7 +1070,7 @@ class RunWriter(EventWriter):
             ProtocolError: something is still open (``AGUI-V005``) in strict mode; repair
                 mode closes it first, audit mode sends the event anyway.
         """
-        if self.ended or self._closed:
+        if self.ended:
             return
         await self.start()
         stream = self._stream
