@@ -130,6 +130,17 @@ def test_the_server_keeps_serving_after_every_hostile_request(server: Any) -> No
     assert "RUN_FINISHED" == list(iter_events([response.content]))[-1]["type"]
 
 
+def test_a_compressed_body_is_415_naming_the_codings_accepted() -> None:
+    """RFC 9110: an unsupported content coding is 415 with ``Accept-Encoding``."""
+    import gzip
+
+    with serve_asgi(create_app(Recording())) as url:
+        response = post(url + "/", gzip.compress(body_with()), **{"Content-Encoding": "gzip"})
+
+    assert_problem(response, 415)
+    assert "identity" == response.headers["accept-encoding"]
+
+
 @pytest.mark.parametrize(
     "content_type", ["application/json; charset=utf-8", "Application/JSON", "application/ld+json"]
 )

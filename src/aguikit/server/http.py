@@ -322,6 +322,13 @@ async def _read_input(
     why = _not_json(request.headers.get("content-type"))
     if why is not None:
         return _problem(415, why)
+    coding = request.headers.get("content-encoding", "identity").strip().lower()
+    if coding != "identity":  # RFC 9110 15.5.16: say which codings would do
+        return _problem(
+            415,
+            f"Content-Encoding {short_repr(coding)}: send the body without a content coding",
+            headers={"Accept-Encoding": "identity"},
+        )
     body = await _read_body(request, max_body_bytes)
     if isinstance(body, Response):
         return body
