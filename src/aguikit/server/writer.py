@@ -368,18 +368,12 @@ class _Stream:
     def _lifecycle(self, item: Any) -> None:
         """Refuse, in every mode, what no mode may send: anything after the run's terminal
         event, and a second ``RUN_STARTED``."""
-        kind = _event_type(item)
-        if self.ended_at is not None:
-            rule = _TERMINAL[self.ended_by]
-            raise ProtocolError(
-                rule,
-                RULES_BY_ID[rule].symbol,
-                f"{kind} emitted after the run already ended at event {self.ended_at} "
-                f"({self.ended_by}); nothing can follow a run's terminal event",
-                event_index=self.count,
-                event_type=kind,
-            )
-        if kind == "RUN_STARTED" and self.started:
+        if self.ended_at is None:
+            if not self.started:  # the first RUN_STARTED starts it, the writer's or not
+                return
+            kind = item.get("type") if type(item) is dict else _event_type(item)
+            if kind != "RUN_STARTED":
+                return
             raise ProtocolError(
                 "AGUI-V002",
                 RULES_BY_ID["AGUI-V002"].symbol,
@@ -389,6 +383,16 @@ class _Stream:
                 event_index=self.count,
                 event_type=kind,
             )
+        kind = _event_type(item)
+        rule = _TERMINAL[self.ended_by]
+        raise ProtocolError(
+            rule,
+            RULES_BY_ID[rule].symbol,
+            f"{kind} emitted after the run already ended at event {self.ended_at} "
+            f"({self.ended_by}); nothing can follow a run's terminal event",
+            event_index=self.count,
+            event_type=kind,
+        )
 
     async def submit(self, item: Any, tag: str | None = None) -> Event | None:
         """Check one event and hand it (after any repairs) to the sink; ``None`` for a
