@@ -51,20 +51,24 @@ OTHER_STAGES = [rule for rule in RULES if rule.stage not in (Stage.VERIFIER, Sta
 tests/test_http.py)."""
 
 
-def _repaired(example: tuple[Mapping[str, Any], ...]) -> set[str]:
+def _produced(example: tuple[Mapping[str, Any], ...]) -> set[str]:
     """The ids a repair-mode ``RunWriter`` reports emitting the example's in-run events
-    (it writes the example's first ``RUN_STARTED`` and last ``RUN_FINISHED`` itself)."""
+    (it writes the example's first ``RUN_STARTED`` and last terminal event itself: a
+    ``RUN_ERROR`` last means the handler raises), as warnings or as its RUN_ERROR's code."""
     started = example[0]
     run_input = {"threadId": started["threadId"], "runId": started["runId"], "messages": []}
 
-    async def produce() -> list[str]:
+    async def produce() -> set[str]:
         run = RunWriter(run_input, mode="repair")
         async with run:
             for document in example[1:-1]:
                 await run.emit(document)
-        return [warning.rule for warning in run.warnings]
+            if example[-1]["type"] == "RUN_ERROR":
+                raise RuntimeError("the example's handler fails")
+        codes = {event.get("code") for event in run.events if event["type"] == "RUN_ERROR"}
+        return {warning.rule for warning in run.warnings} | {str(code) for code in codes}
 
-    return set(asyncio.run(produce()))
+    return asyncio.run(produce())
 
 
 def _triggered(rule: Rule) -> set[str]:
@@ -115,7 +119,7 @@ def _triggered(rule: Rule) -> set[str]:
                 note(error)
         seen |= {catalogue.RULES_BY_SYMBOL[symbol].id for symbol in symbols}
     elif rule.stage is Stage.PRODUCER:
-        seen |= _repaired(rule.example)
+        seen |= _produced(rule.example)
     elif rule.stage is Stage.CLIENT:
         sent: list[str] = []
         for document in rule.example:
@@ -160,7 +164,7 @@ def test_every_error_class_that_reports_a_rule_names_a_row() -> None:
 
 def test_ids_are_stable_in_form_and_symbols_are_kebab_case() -> None:
     """``AGUI-`` + a stage letter + three digits; symbols are what people grep for."""
-    assert [] == [r.id for r in RULES if not re.fullmatch(r"AGUI-[CDKLPSTVW]\d{3}", r.id)]
+    assert [] == [r.id for r in RULES if not re.fullmatch(r"AGUI-[CDEKLPSTVW]\d{3}", r.id)]
     assert [] == [r.symbol for r in RULES if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", r.symbol)]
     assert len(RULES) == len(RULES_BY_ID) == len(catalogue.RULES_BY_SYMBOL)
 

@@ -64,6 +64,7 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.agent": 17,
     "aguikit.server": 17,
     "aguikit.server.writer": 17,
+    "aguikit.server.access": 17,
     "aguikit.server.http": 17,
     "aguikit.server.eventlog": 17,
     "aguikit.server.prelude": 17,

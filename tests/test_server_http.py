@@ -194,7 +194,9 @@ def test_an_input_member_the_endpoint_does_not_know_does_not_invalidate_it() -> 
 
 def test_a_body_that_is_not_json_is_400() -> None:
     with serve_asgi(create_app(greet)) as url:
-        response = httpx.post(url + "/", content=b"{not json")
+        response = httpx.post(
+            url + "/", content=b"{not json", headers={"Content-Type": "application/json"}
+        )
 
     assert 400 == response.status_code
 

@@ -81,26 +81,214 @@ def test_the_writer_starts_and_finishes_the_run_itself() -> None:
     assert "hello" == consumed(run).messages[0].content
 
 
-def test_an_exception_in_the_handler_becomes_run_error_and_the_stream_ends_cleanly() -> None:
-    """Message and code; what the helper opened is closed first; the stream verifies."""
+def test_an_exception_in_the_handler_becomes_a_private_run_error_and_the_stream_ends_cleanly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A generic message and the stable code AGUI-E020 go to the client, never the
+    exception's text; the server's log has the text, the traceback and the run's ids; what
+    the helper opened is closed first; the stream verifies."""
 
     async def body(run: RunWriter) -> None:
         async with run.text_message() as message:
             await message.write("partial")
-            raise LookupError("the weather service is down")
+            raise LookupError("https://api.example/v1?key=sk-secret is down")
 
-    run = produce(body)
+    with caplog.at_level(logging.ERROR, logger="aguikit.server"):
+        run = produce(body)
 
     assert ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"] == (
         types(run)[:4]
     )
     assert {
         "type": "RUN_ERROR",
-        "message": "the weather service is down",
-        "code": "LookupError",
+        "message": "The agent failed; the server logged the details.",
+        "code": "AGUI-E020",
     } == run.events[-1]
+    assert "sk-secret" not in str(run.events)
     assert isinstance(run.error, LookupError)
+    (record,) = caplog.records
+    assert "run 'r1' (thread 't1')" in record.getMessage()
+    assert "AGUI-E020" in record.getMessage()
+    assert "sk-secret" in record.getMessage()
+    assert record.exc_info is not None and record.exc_info[1] is run.error
+    assert ("t1", "r1") == (record.threadId, record.runId)  # type: ignore[attr-defined]
     consumed(run)
+
+
+def test_a_rule_a_handler_broke_is_named_in_the_run_error_without_its_details() -> None:
+    """An aguikit error's code is its rule id; the message names the rule, not the event."""
+
+    async def body(run: RunWriter) -> None:
+        await run.emit({"type": "TEXT_MESSAGE_CONTENT", "messageId": "secret-id", "delta": "x"})
+
+    run = produce(body)
+
+    assert {
+        "type": "RUN_ERROR",
+        "message": "The agent broke rule AGUI-V012 (text-message-not-open).",
+        "code": "AGUI-V012",
+    } == run.events[-1]
+
+
+def test_on_error_maps_an_exception_to_the_message_and_code_sent() -> None:
+    """Its answer is sent for the run and for a subagent block; None sends the default."""
+
+    def on_error(exc: BaseException) -> tuple[str, str] | None:
+        if isinstance(exc, TimeoutError):
+            return "The weather service is slow; try again.", "WEATHER_TIMEOUT"
+        return None
+
+    async def sub_fails(run: RunWriter) -> None:
+        with pytest.raises(TimeoutError):
+            async with run.subagent("researcher", subagent_run_id="s1"):
+                raise TimeoutError("10.0.0.7:5432 timed out")
+        raise KeyError("users.password_hash")
+
+    run = produce(sub_fails, on_error=on_error)
+
+    assert {
+        "type": "SUBAGENT_ERROR",
+        "subagentRunId": "s1",
+        "message": "The weather service is slow; try again.",
+        "code": "WEATHER_TIMEOUT",
+    } == run.events[-2]
+    assert ("AGUI-E020", "The agent failed; the server logged the details.") == (
+        run.events[-1]["code"],
+        run.events[-1]["message"],
+    )
+
+
+@pytest.mark.parametrize("answer", ["raises", ("only a message",), ("m", 5), "text"])
+def test_an_on_error_that_fails_or_answers_nonsense_sends_the_default(
+    answer: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The hook cannot leak the exception by failing: the default goes out, the hook's
+    failure goes to the log."""
+
+    def on_error(exc: BaseException) -> Any:
+        if answer == "raises":
+            raise ValueError(f"the hook broke on {exc}")
+        return answer
+
+    async def body(run: RunWriter) -> None:
+        raise RuntimeError("SELECT * FROM users")
+
+    with caplog.at_level(logging.ERROR, logger="aguikit.server"):
+        run = produce(body, on_error=on_error)
+
+    assert "AGUI-E020" == run.events[-1]["code"]
+    assert "SELECT" not in run.events[-1]["message"]
+    assert any("on_error" in record.getMessage() for record in caplog.records)
+
+
+def test_expose_errors_sends_the_exceptions_text_with_the_stable_code() -> None:
+    """The development switch: the text a developer wants to see, the code unchanged."""
+
+    async def body(run: RunWriter) -> None:
+        raise RuntimeError("the model returned 429")
+
+    run = produce(body, expose_errors=True)
+
+    assert {
+        "type": "RUN_ERROR",
+        "message": "RuntimeError: the model returned 429",
+        "code": "AGUI-E020",
+    } == run.events[-1]
+
+
+# -- terminal events by hand -------------------------------------------------------------
+
+MODES = ["strict", "repair", "audit"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("terminal", "rule"),
+    [
+        ({"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}, "AGUI-V003"),
+        ({"type": "RUN_ERROR", "message": "quota exhausted", "code": "QUOTA"}, "AGUI-V004"),
+    ],
+)
+def test_a_hand_sent_terminal_event_ends_the_run_and_anything_later_raises_at_its_call(
+    mode: str, terminal: dict[str, Any], rule: str
+) -> None:
+    """The handler's RUN_FINISHED or RUN_ERROR is the run's last event: the writer sends no
+    terminal event of its own, and an emit after it raises naming the rule and where the
+    run ended, in every mode."""
+    raised: list[ProtocolError] = []
+
+    async def body(run: RunWriter) -> None:
+        await run.say("done")
+        await run.emit(terminal)
+        assert run.ended
+        try:
+            await run.say("one more thing")
+        except ProtocolError as error:
+            raised.append(error)
+        with pytest.raises(ProtocolError, match="already ended"):
+            await run.emit(terminal)
+
+    run = produce(body, mode=mode)
+
+    assert ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"] == (
+        types(run)[:4]
+    )
+    assert terminal == run.events[-1]
+    assert 5 == len(run.events)
+    assert rule == raised[0].rule
+    assert "the run already ended at event 4" in str(raised[0])
+    assert "TEXT_MESSAGE_START" == raised[0].event_type
+    assert [] == run.warnings
+    consumed(run)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_hand_sent_run_started_raises_saying_the_writer_sends_it(mode: str) -> None:
+    """In every mode, at the call; the run then ends as that mode ends a refused event."""
+    raised: list[ProtocolError] = []
+
+    async def body(run: RunWriter) -> None:
+        try:
+            await run.emit({"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"})
+        except ProtocolError as error:
+            raised.append(error)
+
+    run = produce(body, mode=mode)
+
+    assert "AGUI-V002" == raised[0].rule
+    assert "RUN_STARTED is sent by the writer" in str(raised[0])
+    assert 1 == types(run).count("RUN_STARTED")
+    expected = "RUN_FINISHED" if mode == "audit" else "RUN_ERROR"
+    assert expected == run.events[-1]["type"]
+
+
+def test_a_terminal_event_inside_a_helper_block_leaves_nothing_to_close() -> None:
+    """RUN_ERROR may abandon what is open: leaving the blocks sends nothing more."""
+
+    async def body(run: RunWriter) -> None:
+        async with run.subagent("helper") as sub, sub.text_message() as message:
+            await message.write("half")
+            await run.emit({"type": "RUN_ERROR", "message": "cancelled upstream"})
+
+    run = produce(body)
+
+    assert "RUN_ERROR" == run.events[-1]["type"]
+    assert "TEXT_MESSAGE_CONTENT" == run.events[-2]["type"]
+    assert run.error is None  # no helper raised closing what the run abandoned
+    consumed(run)
+
+
+def test_repair_mode_closes_what_a_hand_sent_run_finished_leaves_open() -> None:
+    """The handler's RUN_FINISHED is repaired like the writer's, then ends the run."""
+
+    async def body(run: RunWriter) -> None:
+        await run.emit({"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"})
+        await run.emit({"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"})
+
+    run = produce(body, mode="repair")
+
+    assert ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "RUN_FINISHED"] == types(run)
+    assert ["AGUI-W021"] == [w.rule for w in run.warnings]
 
 
 def test_interrupts_become_the_run_finished_outcome() -> None:
@@ -277,8 +465,8 @@ def test_a_subagents_events_carry_its_run_id_and_an_error_ends_it() -> None:
     assert {
         "type": "SUBAGENT_ERROR",
         "subagentRunId": "s1",
-        "message": "took too long",
-        "code": "TimeoutError",
+        "message": "The agent failed; the server logged the details.",
+        "code": "AGUI-E020",
     } == run.events[-2]
     assert "RUN_FINISHED" == run.events[-1]["type"]
     consumed(run)
@@ -479,6 +667,169 @@ def test_audit_mode_emits_as_given_and_logs_each_violation(
     assert 2 == len([r for r in caplog.records if r.name == "aguikit.server"])
     with pytest.raises(ProtocolError):
         consumed(run)
+
+
+def test_audit_mode_sends_a_schema_invalid_event_as_given_and_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A dict the schema refuses, an unknown type, a chunk that cannot be expanded: each
+    is sent as the handler gave it and logged with its id; the run ends as it would."""
+    invalid = {"type": "TEXT_MESSAGE_START", "messageId": 7, "role": "assistant"}
+    unknown = {"type": "RUN_PROGRESS", "percent": 50}
+    chunk = {"type": "TEXT_MESSAGE_CHUNK", "delta": "no id"}
+
+    async def body(run: RunWriter) -> None:
+        assert await run.emit(invalid) is None
+        assert await run.emit(unknown) is None
+        await run.emit(chunk)
+        await run.say("still here")
+
+    with caplog.at_level(logging.WARNING, logger="aguikit.server"):
+        run = produce(body, mode="audit")
+
+    assert [invalid, unknown, chunk] == run.events[1:4]
+    assert "RUN_FINISHED" == run.events[-1]["type"]
+    assert ["AGUI-S001", "AGUI-S002", "AGUI-C001"] == [w.rule for w in run.warnings]
+    messages = [record.getMessage() for record in caplog.records]
+    assert messages[0].startswith("AGUI-S001 schema-violation (event 1): ")
+    assert messages[1].startswith("AGUI-S002 unknown-event-type (event 2): ")
+    assert messages[2].startswith("AGUI-C001 chunk-without-id (event 3): ")
+
+
+def test_audit_mode_refuses_at_the_call_a_document_json_cannot_carry() -> None:
+    """NaN cannot be sent as given: WireFormatError at the emit; a handler that catches it
+    goes on and the run finishes."""
+    from aguikit.errors import WireFormatError
+
+    async def body(run: RunWriter) -> None:
+        with pytest.raises(WireFormatError):
+            await run.emit({"type": "CUSTOM", "name": "n", "value": float("nan"), "x": 1})
+        await run.say("fine")
+
+    run = produce(body, mode="audit")
+
+    assert ["RUN_STARTED", "TEXT_MESSAGE_START"] == types(run)[:2]
+    assert "RUN_FINISHED" == run.events[-1]["type"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "line"),
+    [
+        ("repair", "AGUI-W021 producer-repaired (event 4): Repaired: sent TOOL_CALL_END"),
+        ("audit", "AGUI-V015 tool-result-for-open-call (event 4): "),
+    ],
+)
+def test_every_log_line_names_the_rules_id_and_symbol(
+    mode: str, line: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What ``aguikit rules`` explains is what a log search finds."""
+    with caplog.at_level(logging.WARNING, logger="aguikit.server"):
+        produce(faulty, mode=mode)
+
+    assert caplog.records[0].getMessage().startswith(line)
+
+
+# -- an event source (the official SDK's generator pattern) ------------------------------
+
+
+def fed(source: Callable[[], Any], **options: Any) -> RunWriter:
+    """A writer that has not started, fed ``source()``, ended as the endpoint ends it."""
+
+    async def main() -> RunWriter:
+        run = RunWriter(INPUT, **options)
+        try:
+            await run.feed(source())
+        except BaseException as exc:
+            if not await run.__aexit__(type(exc), exc, None):
+                raise
+        else:
+            await run.__aexit__(None, None, None)
+        return run
+
+    return asyncio.run(main())
+
+
+def test_a_generator_yielding_its_own_run_started_and_run_finished_is_sent_as_it_yields() -> None:
+    """SDK events, its own lifecycle included: nothing added, nothing doubled."""
+    core = pytest.importorskip("ag_ui.core")
+
+    async def sdk_agent() -> Any:
+        yield core.RunStartedEvent(thread_id="t1", run_id="r1")
+        yield core.TextMessageStartEvent(message_id="m1", role="assistant")
+        yield core.TextMessageContentEvent(message_id="m1", delta="hi")
+        yield core.TextMessageEndEvent(message_id="m1")
+        yield core.RunFinishedEvent(thread_id="t1", run_id="r1")
+
+    run = fed(sdk_agent)
+
+    assert [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ] == types(run)
+    assert "hi" == consumed(run).messages[0].content
+
+
+def test_a_generator_that_yields_no_lifecycle_gets_the_writers() -> None:
+    """Wire dicts alone: the writer starts and finishes the run around them."""
+
+    async def agent() -> Any:
+        yield {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"}
+        yield {"type": "TEXT_MESSAGE_END", "messageId": "m1"}
+
+    run = fed(agent)
+
+    assert ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "RUN_FINISHED"] == types(run)
+
+
+def test_a_refused_event_is_raised_inside_the_generator_at_its_yield() -> None:
+    """The generator sees the ProtocolError where it yielded the event; one that catches
+    it goes on, and an uncaught one ends the run with RUN_ERROR naming the rule."""
+    seen: list[str] = []
+
+    async def agent() -> Any:
+        try:
+            yield {"type": "TEXT_MESSAGE_CONTENT", "messageId": "nope", "delta": "x"}
+        except ProtocolError as error:
+            seen.append(str(error.rule))
+        yield {"type": "TEXT_MESSAGE_END", "messageId": "nope"}
+
+    run = fed(agent)
+
+    assert ["AGUI-V012"] == seen
+    assert ["RUN_STARTED", "RUN_ERROR"] == types(run)
+    assert "AGUI-V012" == run.events[-1]["code"]
+
+
+def test_a_generator_that_raises_before_its_first_event_gets_a_started_and_failed_run() -> None:
+    async def agent() -> Any:
+        raise ConnectionError("db.internal:5432 refused")
+        yield {}  # an async generator
+
+    run = fed(agent)
+
+    assert ["RUN_STARTED", "RUN_ERROR"] == types(run)
+    assert "AGUI-E020" == run.events[-1]["code"]
+
+
+def test_a_generator_yielding_encoded_text_is_told_to_yield_the_event() -> None:
+    """``yield encoder.encode(event)`` left over from an SDK endpoint: a TypeError at the
+    yield that says what to write."""
+    messages: list[str] = []
+
+    async def agent() -> Any:
+        try:
+            yield 'data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1"}\n\n'
+        except TypeError as error:
+            messages.append(str(error))
+            raise
+
+    run = fed(agent)
+
+    assert "not its encoded text" in messages[0]
+    assert "RUN_ERROR" == run.events[-1]["type"]
 
 
 def test_an_unknown_mode_is_refused() -> None:

@@ -201,12 +201,127 @@ def test_a_hostile_document_reports_a_bounded_number_of_issues() -> None:
     assert "maxIssues" == issues[-1].keyword
 
 
+def _slow_validator_steps(data: Any, definition: str = "RunAgentInput") -> tuple[int, list[str]]:
+    """How many times the pure-Python validator descends into a value while the whole
+    explanation of ``data`` is computed, and the issues' pointers: a count of work that
+    does not depend on how busy the machine is."""
+    import sys
+
+    steps = 0
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        nonlocal steps
+        if event == "call" and frame.f_code.co_name == "descend":
+            steps += 1
+
+    sys.setprofile(count)
+    try:
+        issues = list(iter_schema_errors(data, definition, strict=False))
+    finally:
+        sys.setprofile(None)
+    return steps, [issue.pointer for issue in issues]
+
+
+def _request(messages: list[Any], **members: Any) -> dict[str, Any]:
+    return {"threadId": "t", "runId": "r", "messages": messages, **members}
+
+
+USER = {"id": "u", "role": "user", "content": "a valid message, long enough to cost something"}
+BAD = {"id": "x", "role": "user", "content": 5}
+PART = {"type": "text", "text": "a valid part"}
+
+
+@pytest.mark.parametrize(
+    ("small", "large"),
+    [
+        # one bad message after valid ones
+        (_request([USER] * 10 + [BAD]), _request([USER] * 20_000 + [BAD])),
+        # a bad top-level member beside valid messages
+        (_request([USER] * 10, threadId=5), _request([USER] * 20_000, threadId=5)),
+        # one message of many parts, the last one bad
+        (
+            _request([{**USER, "content": [PART] * 10 + [{"type": "text", "text": 5}]}]),
+            _request([{**USER, "content": [PART] * 20_000 + [{"type": "text", "text": 5}]}]),
+        ),
+        # an assistant message of many tool calls, one bad
+        (
+            _request([{"id": "a", "role": "assistant", "toolCalls": [{"id": 1}]}]),
+            _request(
+                [
+                    {
+                        "id": "a",
+                        "role": "assistant",
+                        "toolCalls": [
+                            {
+                                "id": f"c{n}",
+                                "type": "function",
+                                "function": {"name": "f", "arguments": "{}"},
+                            }
+                            for n in range(20_000)
+                        ]
+                        + [{"id": 1}],
+                    }
+                ]
+            ),
+        ),
+    ],
+    ids=["valid-messages-then-one-bad", "bad-thread-id", "many-parts", "many-tool-calls"],
+)
+def test_explaining_a_document_costs_what_is_wrong_in_it_not_its_size(
+    small: dict[str, Any], large: dict[str, Any]
+) -> None:
+    """The slow validator sees only what the fast verdict refused: the same work for one
+    error among 10 elements as among 20,000 (the explanation of a request body used to
+    walk every message, seconds for 100 KB)."""
+    small_steps, small_issues = _slow_validator_steps(small)
+    large_steps, large_issues = _slow_validator_steps(large)
+
+    assert len(small_issues) == len(large_issues) >= 1
+    assert small_steps == large_steps
+
+
+def test_an_explanation_stops_at_the_cap_without_computing_the_rest() -> None:
+    """50,000 bad messages cost what 101 cost: the report stops at 100 issues, and
+    nothing past them is computed (it used to be materialised and sorted whole)."""
+    few_steps, few = _slow_validator_steps(_request([BAD] * 101))
+    many_steps, many = _slow_validator_steps(_request([BAD] * 50_000))
+
+    assert 101 == len(few) == len(many)
+    assert few_steps == many_steps
+
+
+def test_explaining_a_hostile_document_allocates_a_bounded_amount() -> None:
+    """A MiB of wrong-typed messages: the explanation allocates little beyond its 101
+    issues (every error used to be materialised and sorted: 3.9 GB for 2.2 MB)."""
+    import tracemalloc
+
+    document = _request([{"id": n, "role": "user", "content": n} for n in range(30_000)])
+    list(iter_schema_errors(_request([BAD]), "RunAgentInput", strict=False))  # warm caches
+    tracemalloc.start()
+    try:
+        issues = list(iter_schema_errors(document, "RunAgentInput", strict=False))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert 101 == len(issues)
+    assert peak < 4 * 1024 * 1024
+
+
 # --------------------------------------------------------------------------- backend equivalence
 
 needs_rs = pytest.mark.skipif(not HAS_RS, reason="jsonschema-rs is not installed")
 
 
 def _python_verdict(data: Any, definition: str, strict: bool) -> bool:
+    """The pure-Python validator alone, on the member the discriminator selects."""
+    member, problem = validate._select(definition, data)
+    return problem is None and bool(validate._python_validator(member, strict).is_valid(data))
+
+
+def _explained_verdict(data: Any, definition: str, strict: bool) -> bool:
+    """The explainer finds nothing: it judges arrays of definitions element by element
+    with the fast verdict, so it must agree with both backends."""
     return next(iter_schema_errors(data, definition, strict=strict), None) is None
 
 
@@ -220,6 +335,7 @@ def _assert_backends_agree(data: Any, definition: str) -> None:
     for strict in (True, False):
         python = _python_verdict(data, definition, strict)
 
+        assert python == _explained_verdict(data, definition, strict), (strict, data)
         assert python == is_valid(data, definition, strict=strict), (strict, data)
         assert python == _rust_whole_definition_verdict(data, definition, strict), (strict, data)
 

@@ -11,6 +11,7 @@ nothing else.  So every rule the package reports lives here, whichever floor rep
 prefix stage                 what it covers
 ====== ===================== ==========================================================
 D      decoder               bytes that are not a stream: bad UTF-8, not JSON, a cut frame
+E      producer / server     a run the server ends at runtime (the handler raised...)
 L      decoder / any stage   a configured safety limit (:mod:`aguikit.limits`) was passed
 T      HTTP transport        the agent could not be reached or did not answer with a stream
 S      schema                an event does not match its definition
@@ -882,6 +883,26 @@ RULES: Final[tuple[Rule, ...]] = (
         severity=Severity.WARNING,
         stage=Stage.PRODUCER,
     ),
+    Rule(
+        "AGUI-E020",
+        "handler-failed",
+        "An exception escaped the run's handler: the run ends with RUN_ERROR carrying this "
+        "code and a generic message, and the exception, its traceback and the run's ids "
+        "go to the server's log, not to the client",
+        "aguikit: aguikit.server.RunWriter; exceptions carry URLs with keys, SQL, paths and "
+        "provider payloads, so their text is private unless on_error or expose_errors says "
+        "otherwise",
+        "The agent failed; the server logged the details.",
+        (
+            _rs(),
+            {
+                "type": "RUN_ERROR",
+                "message": "The agent failed; the server logged the details.",
+                "code": "AGUI-E020",
+            },
+        ),
+        stage=Stage.PRODUCER,
+    ),
     # -- what a client leaves out of the run input it sends --------------------------------
     Rule(
         "AGUI-W023",
@@ -1288,7 +1309,7 @@ class CatalogueError(Exception):
 RULES_BY_ID: Final[Mapping[str, Rule]] = MappingProxyType({rule.id: rule for rule in RULES})
 RULES_BY_SYMBOL: Final[Mapping[str, Rule]] = MappingProxyType({rule.symbol: rule for rule in RULES})
 
-_ID: Final = re.compile(r"^AGUI-[CDKLPSTVW]\d{3}$")
+_ID: Final = re.compile(r"^AGUI-[CDEKLPSTVW]\d{3}$")
 _FIELD: Final = re.compile(r"\{([a-z_]+)\}")
 
 

@@ -120,15 +120,35 @@ def _offset(text: str, position: int) -> int:
 _MISS: Final = object()
 
 
+def _jiter_refuses_deeper_than(depth: int) -> bool:
+    """Whether jiter's own recursion limit (about 200 levels today) refuses a document
+    nested ``depth + 1`` deep: then a document it reads is within ``depth``."""
+    nested = b"[" * (depth + 1) + b"]" * (depth + 1)
+    try:
+        _from_json(nested)
+    except ValueError:
+        return True
+    return False
+
+
+_JITER_GUARDS: Final = _jiter_refuses_deeper_than(MAX_JSON_DEPTH)
+"""Probed once: with the default depth, jiter's own limit is the guard, and a document of
+many small objects (a request body of thousands of messages, more brackets than levels)
+is read by jiter rather than scanned and read again by the standard library."""
+
+
 def _quick(data: str | bytes, max_depth: int) -> Any:
     """jiter's value for an ordinary document within ``max_depth``, else ``_MISS``."""
     try:
         raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
         # The depth guard's cheap pre-check, on bytes: ``[`` and ``{`` are ASCII in UTF-8.
-        if raw.count(b"[") + raw.count(b"{") > max_depth:
+        # Needless where jiter refuses anything deeper than the limit itself: a document
+        # past its recursion limit is _MISS, and the standard path reports its depth.
+        guarded = _JITER_GUARDS and max_depth >= MAX_JSON_DEPTH
+        if not guarded and raw.count(b"[") + raw.count(b"{") > max_depth:
             return _MISS
         return _from_json(raw, allow_inf_nan=False, cache_mode="keys")
-    except ValueError:  # jiter's syntax errors; a str holding a lone surrogate
+    except ValueError:  # jiter's syntax errors and recursion limit; a lone surrogate
         return _MISS
 
 

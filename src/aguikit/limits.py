@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "MAX_BODY_BYTES",
     "MAX_FRAME_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_LINE_BYTES",
@@ -40,6 +41,16 @@ MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
 """Largest protobuf event message behind one length prefix, in bytes (setting
 ``max_message_bytes``; :class:`~aguikit.errors.LimitExceededError`), checked against the
 prefix before the payload is buffered."""
+
+MAX_BODY_BYTES: Final = 1024 * 1024
+"""
+Largest run request body an agent endpoint reads, in bytes (setting ``max_body_bytes`` of
+:func:`aguikit.server.agui_endpoint`; ``413`` beyond it), read incrementally so an
+oversize body is never held whole.  1 MiB, nginx's own default: a quarter of a million
+tokens of conversation.  It also bounds what a hostile body costs: a body of 1 MiB of tiny
+wrong members is refused with its ``422`` in well under 100 ms of CPU.  A deployment taking
+inline images raises it (their bytes are one string each, cheap to read and to check).
+"""
 
 MAX_JSON_DEPTH: Final = 256
 """

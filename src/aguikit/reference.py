@@ -59,7 +59,8 @@ _REPORTED_AS: Final = {
     Stage.CHECKER: "a finding of `aguikit check` (`aguikit.checker.Finding`), never an "
     "exception: the library accepts these streams",
     Stage.PRODUCER: "a `SessionWarning` in `RunWriter.warnings` whose `code` is the symbol, "
-    "and a record on the `aguikit.server` logger",
+    "or the `code` of the `RUN_ERROR` the writer sends; each with a record on the "
+    "`aguikit.server` logger",
     Stage.CLIENT: "a line of `AgentClient.request_warnings` (the id and the symbol, then the "
     "message) and a record on the `aguikit` logger; the request is still sent",
 }

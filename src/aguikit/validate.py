@@ -17,6 +17,16 @@ definition.  The verdict is therefore taken by ``jsonschema-rs`` when it is inst
 only for a document that failed, to describe *why* with its richer error model.  A test
 holds the two to the same verdicts over the whole corpus.
 
+*Bounded explanations.*  The explainer is slow (a millisecond and more per message of a
+``RunAgentInput``: the ``oneOf`` of messages tries every kind), and the document it
+explains may come from anyone: a request body of wrong-typed messages once held a
+server's event loop for seconds.  So it never walks what the fast verdict can clear: an
+array of definitions (a request's messages, a snapshot's messages, a message's content
+parts, a patch) is taken out of the document, each element is judged by ``jsonschema-rs``
+and only a failing one is explained, element by element; and it stops at 100 issues
+without computing the rest.  What the slow validator sees is the shell of each failing
+object, so the cost follows what is wrong, not how much was sent.
+
 Two strictnesses exist because the protocol has two audiences.  *Strict* is the schema as
 written: objects are exact, and an undeclared member is a violation, which is what a
 producer's test suite and ``aguikit check`` want.  *Tolerant* is what a receiver applies
@@ -28,9 +38,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from importlib import resources
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:  # the explainer is imported when a document fails, not at start-up
@@ -232,6 +244,116 @@ def _select(definition: str, instance: Any) -> tuple[str, SchemaIssue | None]:
     return definition, SchemaIssue(f"/{prop}", "enum", message, schema_path)
 
 
+_PLAIN_ARRAY: Final = frozenset({"type", "items", "description", "title", "$anchor"})
+"""An array schema with nothing but these constrains its elements one by one, so its
+elements can be judged apart and an empty array stands for the rest of the document."""
+
+
+def _item_definition(schema: Any, defs: Mapping[str, Any]) -> str | None:
+    """The definition each element of an array ``schema`` must match (following one
+    ``$ref``), when the array says nothing else about its elements; else ``None``."""
+    if not isinstance(schema, dict):
+        return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and "type" not in schema:
+        schema = defs.get(ref[len("#/$defs/") :])
+        if not isinstance(schema, dict):
+            return None
+    items = schema.get("items")
+    if schema.get("type") != "array" or not set(schema) <= _PLAIN_ARRAY:
+        return None
+    if not isinstance(items, dict) or set(items) - {"$ref", "description"}:
+        return None
+    target = items.get("$ref")
+    if not isinstance(target, str) or not target.startswith("#/$defs/"):
+        return None
+    return target[len("#/$defs/") :]
+
+
+@cache
+def _arrays(member: str, strict: bool) -> dict[str, str]:
+    """
+    The members of definition ``member`` holding an array of one definition, by name:
+    each such member's elements are judged one by one rather than explained in bulk.  A
+    member that is such an array in one branch of a ``oneOf`` and no array in the others
+    (a message's ``content``: text or a list of parts) counts, for a list.
+    """
+    defs = _root(strict)["$defs"]
+    found: dict[str, str] = {}
+    for name, schema in defs[member].get("properties", {}).items():
+        item = _item_definition(schema, defs)
+        if item is None and isinstance(schema, dict) and isinstance(schema.get("oneOf"), list):
+            arrays = [_item_definition(branch, defs) for branch in schema["oneOf"]]
+            others = [b for b, a in zip(schema["oneOf"], arrays, strict=True) if a is None]
+            if len(others) == len(arrays) - 1 and all(
+                isinstance(b, dict) and b.get("type") not in (None, "array") for b in others
+            ):
+                item = next(a for a in arrays if a is not None)
+        if item is not None:
+            found[name] = item
+    return found
+
+
+@cache
+def _rust_array_validator(item: str, strict: bool) -> Any:
+    """jsonschema-rs for an array of ``item``: one call judges a whole run of elements."""
+    if _rs is None:
+        return None
+    root = _root(strict)
+    reference = f"{root['$id']}#/$defs/{item}"
+    schema = {"$schema": root["$schema"], "type": "array", "items": {"$ref": reference}}
+    return _rs.validator_for(schema, registry=_rust_registry(strict))
+
+
+_FEW: Final = 8
+"""Elements judged one by one rather than halved again."""
+
+
+def _refused(elements: list[Any], item: str, strict: bool) -> Iterator[int]:
+    r"""
+    The indexes of the ``elements`` that are not valid ``item``\ s, in order, lazily.
+
+    Found by halving: a run of elements the fast verdict accepts in one call is skipped
+    whole, and a refused run is split until the refused elements are found, so the
+    Python side makes a few dozen calls whatever the number of elements (judging 25,000
+    parts one call each cost more than the verdict on the whole body).  Without the
+    accelerator, each element is judged in turn.
+    """
+    check = _rust_array_validator(item, strict)
+
+    def clear(low: int, high: int) -> bool:
+        try:
+            return bool(check.is_valid(elements[low:high]))
+        except _UNREADABLE:  # no verdict: the elements are judged one by one below
+            return False
+
+    runs: list[tuple[int, int, bool]] = [(0, len(elements), False)]  # (low, high, refused)
+    while runs:
+        low, high, refused = runs.pop()
+        if check is not None and not refused and clear(low, high):
+            continue
+        if check is None or high - low <= _FEW:
+            yield from (
+                i for i in range(low, high) if not is_valid(elements[i], item, strict=strict)
+            )
+            continue
+        middle = (low + high) // 2
+        left_clear = clear(low, middle)
+        runs.append((middle, high, left_clear))  # a clear left half: the refusal is right
+        if not left_clear:
+            runs.append((low, middle, True))
+
+
+def _order(error: ValidationError) -> tuple[bool, list[str], bool]:
+    # A member that fails its own schema also counts as "unevaluated"; the failure of the
+    # member itself is the useful report, so exactness complaints go last.
+    return (
+        error.validator == "unevaluatedProperties",
+        list(map(str, error.absolute_path)),
+        error.validator != "required",
+    )
+
+
 def _issues(
     definition: str, instance: Any, strict: bool, prefix: str, depth: int = 0
 ) -> Iterator[SchemaIssue]:
@@ -241,30 +363,42 @@ def _issues(
             prefix + problem.pointer, problem.keyword, problem.message, problem.schema_path
         )
         return
+    # The arrays of definitions come out of the document: the slow validator explains
+    # the shell left (each emptied array still satisfies its schema), and each element
+    # the fast verdict refuses is explained on its own, in document order.
+    shell = instance
+    taken: list[tuple[str, str, list[Any]]] = []
+    if isinstance(instance, dict) and depth < 8:
+        for name, item in _arrays(member, strict).items():
+            value = instance.get(name)
+            if isinstance(value, list) and value:
+                if shell is instance:
+                    shell = dict(instance)
+                shell[name] = []
+                taken.append((name, item, value))
     validator = _python_validator(member, strict)
     try:
-        errors = sorted(
-            validator.iter_errors(instance),
-            # A member that fails its own schema also counts as "unevaluated"; the failure of
-            # the member itself is the useful report, so exactness complaints go last.
-            key=lambda e: (
-                e.validator == "unevaluatedProperties",
-                list(map(str, e.absolute_path)),
-                e.validator != "required",
-            ),
-        )
+        # At most one more than a report holds: the rest is never computed.
+        errors = deque(sorted(islice(validator.iter_errors(shell), _MAX_ISSUES + 1), key=_order))
     except RecursionError:
         # The pure-Python validator recurses (and formats reprs) through deep values even
         # where the schema does not constrain them; the Rust one does not.  Trust its
         # verdict when there is one, and otherwise report the depth itself.
         rust = _rust_validator(member, strict)
         try:
-            if rust is not None and rust.is_valid(instance):
-                return
+            clear = rust is not None and bool(rust.is_valid(shell))
         except _UNREADABLE:
-            pass
-        yield SchemaIssue(prefix, "depth", "document is nested too deeply to validate", "")
-        return
+            clear = False
+        if not clear:
+            yield SchemaIssue(prefix, "depth", "document is nested too deeply to validate", "")
+            return
+        errors = deque()
+    for name, item, elements in sorted(taken):
+        while errors and _order(errors[0]) < (False, [name], False):
+            yield from _describe(errors.popleft(), strict, prefix, depth)
+        at = f"{prefix}/{escape_pointer(name)}/"
+        for index in _refused(elements, item, strict):
+            yield from _issues(item, elements[index], strict, f"{at}{index}", depth + 1)
     for error in errors:
         yield from _describe(error, strict, prefix, depth)
 

@@ -7,8 +7,9 @@ make the legal order the easy one; :func:`agui_endpoint` and :func:`create_app` 
 handler over HTTP (SSE, JSONL or protobuf, keep-alive comments, backpressure, and an
 event log by default, so a dropped SSE client resumes with ``Last-Event-ID`` and a run
 nobody follows any more is cancelled), and :func:`capabilities_endpoint` publishes what
-the agent declares it can do.  ``RunAgentInput`` is re-exported so a handler's module
-needs no other import.  The HTTP half needs Starlette (``aguikit[server]``) and is
+the agent declares it can do; :class:`Access` and :class:`Denied` are what an endpoint's
+``authorize`` hook is given and raises.  ``RunAgentInput`` is re-exported so a handler's
+module needs no other import.  The HTTP half needs Starlette (``aguikit[server]``) and is
 imported on first use, so the writer works without it.
 """
 
@@ -17,8 +18,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._generated.models import RunAgentInput
+from .access import Access, Authorize, Denied
 from .writer import (
+    HANDLER_FAILED,
     Activity,
+    ErrorReport,
     EventWriter,
     Mode,
     ReasoningBlock,
@@ -34,7 +38,12 @@ if TYPE_CHECKING:
     from .http import Handler, agui_endpoint, capabilities_endpoint, create_app
 
 __all__ = [
+    "HANDLER_FAILED",
+    "Access",
     "Activity",
+    "Authorize",
+    "Denied",
+    "ErrorReport",
     "EventWriter",
     "Handler",
     "Mode",

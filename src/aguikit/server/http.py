@@ -8,8 +8,20 @@ after 60 seconds, a handler that keeps generating (and paying for tokens) after 
 closed the tab, a fast model filling memory for a slow reader.  The endpoint does the
 serving once:
 
-* the body is read with :mod:`aguikit.jsonio` and validated against ``RunAgentInput``
-  (``400`` when it is not JSON, ``422`` listing every problem with its JSON pointer);
+* the request is checked before anything runs, and every refusal is an RFC 9457
+  ``application/problem+json`` document: ``415`` unless ``Content-Type`` is JSON (so a
+  cross-origin form post cannot start a run), ``413`` for a body over ``max_body_bytes``
+  (read incrementally, never held whole), ``400`` when it is not JSON, ``422`` listing up
+  to 100 problems with their JSON pointers (a lone surrogate included), explained in
+  bounded time whatever the body (:mod:`aguikit.validate`); then the ``authorize`` hook
+  (``401``/``403``); ``docs/limits.md`` has every status;
+* the handler is ``async def handler(input, run)`` on a :class:`RunWriter`, or an async
+  generator yielding events (the official SDK's pattern, its own ``RUN_STARTED`` and
+  ``RUN_FINISHED`` included) fed to the same writer, so both are verified alike; anything
+  else is refused when the endpoint is built;
+* an exception in the handler reaches the client as a ``RUN_ERROR`` with a generic
+  message and a stable code, and the server's log with its traceback (``on_error`` and
+  ``expose_errors`` change what is sent);
 * ``Accept`` picks the framing: SSE by default (each frame's ``data:`` line
   byte-identical to the official SDK's ``EventEncoder``, after the frame's ``id:`` when
   the run is logged), JSONL for ``application/jsonl`` / ``application/x-ndjson``,
@@ -36,32 +48,43 @@ serving once:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import enum
+import functools
+import gc
+import inspect
+import json
 import logging
+import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from http import HTTPStatus
 from typing import Any, Final, Literal
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .._generated.models import AgentCapabilities, RunAgentInput
+from ..catalogue import DECODE_RULES
 from ..encode import encode_proto
-from ..errors import DecodeError
-from ..jsonio import dumps_wire, loads
+from ..errors import DecodeError, short_repr
+from ..jsonio import dumps_wire, escape_pointer, loads_object
+from ..limits import MAX_BODY_BYTES
 from ..proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from ..transport import jsonl, sse
 from ..validate import is_valid, iter_schema_errors, validate
 from ..wire import parse_run_agent_input, to_wire
+from .access import Access, Authorize, Denied, consult
 from .eventlog import EventLog, MemoryEventLog, prelude
-from .writer import Mode, RunWriter
+from .writer import ErrorReport, Mode, RunWriter
 
 __all__ = [
     "OWN_MEMORY_LOG",
+    "PROBLEM_MEDIA_TYPE",
     "PROTOBUF_MEDIA_TYPE",
     "Handler",
     "agui_endpoint",
@@ -70,8 +93,18 @@ __all__ = [
     "negotiate",
 ]
 
-Handler = Callable[[RunAgentInput, RunWriter], Awaitable[None]]
-"""``async def handler(input, run)``: answer one run request by emitting on ``run``."""
+Handler = (
+    Callable[[RunAgentInput, RunWriter], Awaitable[None]]
+    | Callable[[Any], AsyncIterator[Any]]
+    | Callable[[Any, RunWriter], AsyncIterator[Any]]
+)
+"""``async def handler(input, run)``, answering one run request by emitting on ``run``;
+or an async generator ``async def handler(input)`` (or ``(input, run)``) yielding its
+events, as code written for the official SDK does, given an ``ag_ui.core.RunAgentInput``
+when its first parameter is annotated so."""
+
+PROBLEM_MEDIA_TYPE: Final = "application/problem+json"
+"""RFC 9457: every refusal of the endpoint is a problem document of this type."""
 
 PROTOBUF_MEDIA_TYPE: Final = PROTO_MEDIA_TYPE
 """The AG-UI protobuf framing (:mod:`aguikit.proto`), served when ``Accept`` prefers it."""
@@ -136,29 +169,335 @@ def negotiate(accept: str | None) -> str | None:
     return None
 
 
-def _problem(status: int, title: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"title": title, "status": status, **extra}, status_code=status)
+_TITLES: Final = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    406: "Not Acceptable",
+    409: "Conflict",
+    410: "Gone",
+    413: "Content Too Large",
+    415: "Unsupported Media Type",
+    422: "Unprocessable Content",
+    503: "Service Unavailable",
+}
+"""RFC 9110's reason phrases, the same whatever Python's ``HTTPStatus`` calls them."""
 
 
-async def _read_input(request: Request) -> RunAgentInput | Response:
-    body = await request.body()
+def _problem(
+    status: int, detail: str, *, headers: Mapping[str, str] | None = None, **extensions: Any
+) -> Response:
+    """
+    An RFC 9457 problem document: ``type`` ``about:blank``, so ``title`` is the status's
+    reason phrase and ``detail`` says what was wrong with this request; ``extensions``
+    add members (``issues``, ``runId``...).  Written as ASCII JSON, so text from the
+    request (a lone surrogate, say) can never break the answer.
+    """
+    document = {
+        "type": "about:blank",
+        "title": _TITLES.get(status) or HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+        **extensions,
+    }
+    body = json.dumps(document, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    return Response(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
+
+
+def _denied(refusal: Denied, action: str) -> Response:
+    """The problem document of an ``authorize`` hook's :class:`Denied`."""
+    default = (
+        "the request is not authenticated"
+        if refusal.status == 401
+        else f"the request may not {action} this run"
+    )
+    headers: dict[str, str] = {}
+    challenge = refusal.www_authenticate
+    if challenge is not None:
+        try:
+            challenge.encode("latin-1")
+            headers["WWW-Authenticate"] = challenge
+        except UnicodeEncodeError:
+            LOGGER.error("authorize: a WWW-Authenticate of %r is not latin-1; left out", challenge)
+    return _problem(refusal.status, refusal.detail or default, headers=headers)
+
+
+async def _authorized(
+    authorize: Authorize | None, request: Request, access: Access
+) -> str | Response | None:
+    """The principal the hook names for ``access``, or the problem document refusing it:
+    the hook's :class:`Denied`, or ``503`` when the hook itself failed (an identity
+    provider that is down is a dependency failure; its text stays in the log)."""
     try:
-        data = loads(body, source="request body")
-    except DecodeError as error:
-        return _problem(400, "the request body is not JSON", detail=str(error))
-    # Tolerant: a newer client may send members this server's schema does not declare.
-    # The fast verdict first; the explanation only for a body that fails it.
-    if not is_valid(data, "RunAgentInput", strict=False):
-        issues = list(iter_schema_errors(data, "RunAgentInput", strict=False))
-        return _problem(
-            422,
-            "the request body is not a valid RunAgentInput",
-            issues=[
-                {"pointer": issue.pointer, "keyword": issue.keyword, "message": issue.message}
-                for issue in issues
-            ],
+        return await consult(authorize, request, access)
+    except Denied as refusal:
+        return _denied(refusal, access.action)
+    except Exception:
+        LOGGER.exception("authorize failed on %s of run %r", access.action, access.run_id)
+        return _problem(503, "the request could not be authorized now; try again later")
+
+
+_JSON_MEDIA: Final = re.compile(r"application/(?:[!#$&^_.+\-a-z0-9]+\+)?json")
+"""``application/json`` and the structured ``+json`` types (RFC 6839)."""
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A JSON escape of a UTF-16 surrogate: the only way a lone one gets into a document,
+since the UTF-8 decoder refuses an encoded surrogate."""
+
+
+def _not_json(content_type: str | None) -> str | None:
+    """Why a request's ``Content-Type`` is not a JSON body's, or ``None`` when it is."""
+    media, _, parameters = (content_type or "").partition(";")
+    if not _JSON_MEDIA.fullmatch(media.strip().lower()):
+        given = (
+            "no Content-Type"
+            if content_type is None
+            else f"Content-Type {short_repr(content_type)}"
         )
-    return parse_run_agent_input(data, check=False)
+        return f"{given}: a run request's body is JSON; send application/json"
+    for parameter in parameters.split(";"):
+        name, _, value = parameter.partition("=")
+        charset = value.strip().strip('"').lower()
+        if name.strip().lower() == "charset" and charset not in ("utf-8", "utf8"):
+            return f"charset {short_repr(charset)}: a JSON body is UTF-8 (RFC 8259)"
+    return None
+
+
+async def _read_body(request: Request, limit: int) -> bytes | Response:
+    """The body, read a chunk at a time and refused (``413``) once it passes ``limit``
+    bytes, or at once when its ``Content-Length`` says it will."""
+    too_large = _problem(
+        413,
+        f"the request body is larger than this endpoint reads ({limit} bytes)",
+        maxBodyBytes=limit,
+    )
+    declared = request.headers.get("content-length", "").strip()
+    if declared.isascii() and declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
+        return too_large
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _lone_surrogate(data: Any) -> tuple[str, str] | None:
+    """The pointer and character of the first lone surrogate in a decoded document's
+    strings (member names included), walked without recursion; ``None`` if it has none."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        pointer, value = stack.pop()
+        if isinstance(value, str):
+            found = _lone(value)
+            if found is not None:
+                return pointer, found
+        elif isinstance(value, dict):
+            for key, member in reversed(value.items()):
+                found = _lone(key)
+                if found is not None:
+                    return pointer, found
+                stack.append((f"{pointer}/{escape_pointer(key)}", member))
+        elif isinstance(value, list):
+            stack.extend((f"{pointer}/{i}", v) for i, v in reversed(list(enumerate(value))))
+    return None
+
+
+def _lone(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as bad:
+        return text[bad.start]
+    return None
+
+
+async def _read_input(
+    request: Request, max_body_bytes: int
+) -> tuple[dict[str, Any], RunAgentInput] | Response:
+    """The request's ``RunAgentInput`` (its wire dict and its typed value), or the problem
+    document refusing it; what every refusal costs is bounded by ``max_body_bytes`` (the
+    explanation of a ``422`` by :mod:`aguikit.validate`, in time and memory)."""
+    why = _not_json(request.headers.get("content-type"))
+    if why is not None:
+        return _problem(415, why)
+    coding = request.headers.get("content-encoding", "identity").strip().lower()
+    if coding != "identity":  # RFC 9110 15.5.16: say which codings would do
+        return _problem(
+            415,
+            f"Content-Encoding {short_repr(coding)}: send the body without a content coding",
+            headers={"Accept-Encoding": "identity"},
+        )
+    body = await _read_body(request, max_body_bytes)
+    if isinstance(body, Response):
+        return body
+    if len(body) <= _INLINE_BYTES:
+        return _decode(body)
+    # A large body is read, checked (and explained) off the event loop, in one thread for
+    # the whole process: the streams this worker serves go on meanwhile, each held at most
+    # for one C call (jiter's parse, jsonschema-rs's verdict: milliseconds a MiB).
+    return await asyncio.get_running_loop().run_in_executor(_CHECKS, _decode_apart, body)
+
+
+_INLINE_BYTES: Final = 64 * 1024
+"""Bodies up to this size are checked on the event loop: a millisecond or two at worst."""
+_CHECKS: Final = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aguikit-request")
+"""One thread checks the large bodies, in turn: the loop competes with it alone for the
+interpreter, however many hostile bodies arrive at once."""
+
+
+def _decode_apart(body: bytes) -> tuple[dict[str, Any], RunAgentInput] | Response:
+    """
+    :func:`_decode` in the checking thread, with the cyclic garbage collector paused.
+
+    Reading a MiB of small objects allocates enough of them to start a full collection,
+    which holds the interpreter, and so every stream on the event loop, for as long as it
+    walks every object of the process (200 ms measured).  A decoded body holds no cycles:
+    its objects are freed by their counts once the answer is ready, or live on in the run.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _decode(body)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _decode(body: bytes) -> tuple[dict[str, Any], RunAgentInput] | Response:
+    """A body's ``RunAgentInput`` (wire dict and typed value), or the problem refusing it."""
+    try:
+        data = loads_object(body, source="request body")
+    except DecodeError as error:
+        if error.rule == DECODE_RULES["object"]:  # JSON, but not an object
+            return _unprocessable([("", "type", str(error))])
+        return _problem(400, f"the request body is not JSON: {error}")
+    if _SURROGATE_ESCAPE.search(body):
+        lone = _lone_surrogate(data)
+        if lone is not None:
+            where, char = lone
+            message = f"a lone surrogate {char!r} is not Unicode text; UTF-8 cannot carry it"
+            return _unprocessable([(where, "unicode", message)])
+    # Tolerant: a newer client may send members this server's schema does not declare.
+    # The fast verdict first; the explanation (bounded) only for a body that fails it.
+    if not is_valid(data, "RunAgentInput", strict=False):
+        issues = iter_schema_errors(data, "RunAgentInput", strict=False)
+        return _unprocessable([(i.pointer, i.keyword, i.message) for i in issues])
+    return data, parse_run_agent_input(data, check=False)
+
+
+def _unprocessable(issues: list[tuple[str, str, str]]) -> Response:
+    return _problem(
+        422,
+        "the request body is not a valid RunAgentInput: "
+        + "; ".join(f"{pointer or '/'}: {message}" for pointer, _, message in issues[:3])
+        + (f" (and {len(issues) - 3} more)" if len(issues) > 3 else ""),
+        issues=[
+            {"pointer": pointer, "keyword": keyword, "message": message}
+            for pointer, keyword, message in issues
+        ],
+    )
+
+
+Serve = Callable[[RunAgentInput, RunWriter], Awaitable[None]]
+"""A handler of either kind, as the response runs it: given the request and a writer
+that has not started, it runs the run to its end."""
+
+
+def _serving(handler: Any) -> Serve:
+    """
+    ``handler`` as a :data:`Serve`, or a :class:`TypeError` saying what to write: it is
+    checked here, once, when the endpoint is built, since a synchronous function would
+    otherwise fail every request.  ``functools.partial`` objects, bound methods and
+    objects with an ``async def __call__`` are looked through.
+    """
+    name = getattr(handler, "__qualname__", None) or type(handler).__name__
+    target = handler
+    while isinstance(target, functools.partial):
+        target = target.func
+    plain = inspect.isfunction(target) or inspect.ismethod(target) or isinstance(target, type)
+    if not plain and callable(target):
+        target = type(target).__call__  # an object with an `async def __call__`
+    what = (
+        f"agui_endpoint: a handler is `async def {name}(input, run)`, awaiting the writer's "
+        f"methods, or an async generator `async def {name}(input): yield event`, the "
+        "official SDK's pattern"
+    )
+    if inspect.isasyncgenfunction(target):
+        takes_run = _binds(handler, 2) and not _binds(handler, 1)
+        if not (takes_run or _binds(handler, 1)):
+            raise TypeError(
+                f"{what}; {name}{_signature(handler)} takes neither (input) nor (input, run)"
+            )
+        convert = _sdk_input if _wants_sdk_input(handler) else None
+
+        async def generate(run_input: RunAgentInput, run: RunWriter) -> None:
+            given = run_input if convert is None else convert(run_input)
+            source = handler(given, run) if takes_run else handler(given)
+            async with contextlib.AsyncExitStack() as stack:
+                stack.push_async_exit(run)  # ends the run as `async with run` does, unstarted
+                await run.feed(source)
+
+        return generate
+    if inspect.iscoroutinefunction(target):
+        if not _binds(handler, 2):
+            raise TypeError(f"{what}; {name}{_signature(handler)} does not take (input, run)")
+
+        async def serve(run_input: RunAgentInput, run: RunWriter) -> None:
+            async with run:
+                # Let the writer send RUN_STARTED before the handler fills the queue: under
+                # many concurrent streams the first event then leaves at once.
+                await asyncio.sleep(0)
+                await handler(run_input, run)
+
+        return serve
+    kind = (
+        "a synchronous function: make it `async def`"
+        if inspect.isfunction(target) or inspect.ismethod(target)
+        else f"{type(handler).__name__!r}, not a coroutine function or an async generator function"
+    )
+    raise TypeError(f"{what}; {name} is {kind}")
+
+
+def _binds(handler: Any, count: int) -> bool:
+    """Whether ``handler`` can be called with ``count`` positional arguments (``True``
+    when its signature cannot be read)."""
+    try:
+        inspect.signature(handler).bind(*range(count))
+    except TypeError:
+        return False
+    except ValueError:
+        return True
+    return True
+
+
+def _signature(handler: Any) -> str:
+    try:
+        return str(inspect.signature(handler))
+    except (TypeError, ValueError):
+        return "(...)"
+
+
+def _wants_sdk_input(handler: Any) -> bool:
+    """Whether the first parameter is annotated ``ag_ui.core.RunAgentInput``: code
+    written for the official SDK gets the SDK's model, as its FastAPI endpoint did."""
+    try:
+        parameters = list(inspect.signature(handler, eval_str=True).parameters.values())
+    except Exception:  # an annotation that does not resolve: not the SDK's class
+        return False
+    annotation = parameters[0].annotation if parameters else None
+    return (
+        isinstance(annotation, type)
+        and annotation.__name__ == "RunAgentInput"
+        and annotation.__module__.split(".")[0] == "ag_ui"
+    )
+
+
+def _sdk_input(run_input: RunAgentInput) -> Any:
+    from ..interop import to_sdk  # the SDK is installed: the handler's annotation names it
+
+    return to_sdk(run_input)
 
 
 class EventStreamResponse(Response):
@@ -169,7 +508,7 @@ class EventStreamResponse(Response):
 
     def __init__(
         self,
-        handler: Handler,
+        handler: Serve,
         run_input: RunAgentInput,
         *,
         media_type: str,
@@ -181,6 +520,9 @@ class EventStreamResponse(Response):
         resume_after: str | None = None,
         join_prelude: bool = False,
         resume_grace: float = 0.0,
+        on_error: ErrorReport | None = None,
+        expose_errors: bool = False,
+        principal: str | None = None,
     ) -> None:
         # As StreamingResponse does: no body, so no Content-Length is declared.
         self.status_code = 200
@@ -192,6 +534,9 @@ class EventStreamResponse(Response):
         self.handler = handler
         self.run_input = run_input
         self.mode: Mode = mode
+        self.on_error = on_error
+        self.expose_errors = expose_errors
+        self.principal = principal
         self.keepalive = keepalive if media_type == sse.MEDIA_TYPE else None
         self.queue_size = queue_size
         self.snapshot_every = snapshot_every
@@ -280,13 +625,15 @@ class EventStreamResponse(Response):
     async def run_handler(self, sink: Callable[[Mapping[str, Any]], Awaitable[None]]) -> None:
         """Run the handler on a :class:`RunWriter` writing to ``sink``."""
         run = RunWriter(
-            self.run_input, sink=sink, mode=self.mode, snapshot_every=self.snapshot_every
+            self.run_input,
+            sink=sink,
+            mode=self.mode,
+            snapshot_every=self.snapshot_every,
+            on_error=self.on_error,
+            expose_errors=self.expose_errors,
+            principal=self.principal,
         )
-        async with run:
-            # Let the writer send RUN_STARTED before the handler fills the queue: under
-            # many concurrent streams the first event then leaves at once.
-            await asyncio.sleep(0)
-            await self.handler(self.run_input, run)
+        await self.handler(self.run_input, run)
 
     async def _follow(
         self, log: EventLog, queue: asyncio.Queue[Any], started: _LoggedRun | None
@@ -462,6 +809,10 @@ def agui_endpoint(
     snapshot_every: int = 0,
     event_log: EventLog | Literal[_OwnLog.OWN_MEMORY_LOG] | None = OWN_MEMORY_LOG,
     resume_grace: float = 30.0,
+    authorize: Authorize | None = None,
+    on_error: ErrorReport | None = None,
+    expose_errors: bool = False,
+    max_body_bytes: int = MAX_BODY_BYTES,
 ) -> Callable[[Request], Awaitable[Response]]:
     """
     Wrap ``handler`` as an HTTP endpoint that answers AG-UI run requests.
@@ -472,7 +823,15 @@ def agui_endpoint(
 
     Args:
         handler: ``async def handler(input, run)``; ``run`` is a :class:`RunWriter` that
-            has already sent ``RUN_STARTED`` and will end the run itself.
+            has already sent ``RUN_STARTED`` and will end the run itself.  Or an async
+            generator yielding events (``ag_ui.core`` events, typed events or wire
+            dicts), its own ``RUN_STARTED`` and ``RUN_FINISHED`` included, as a handler
+            written for the official SDK does: each is fed to a :class:`RunWriter`
+            (:meth:`RunWriter.feed`), so it is verified in ``mode`` exactly as ``emit``
+            verifies, and a refusal is raised inside the generator at its ``yield``.
+            Its first parameter annotated ``ag_ui.core.RunAgentInput`` gets the SDK's
+            model.  Anything else (a synchronous function, say) raises
+            :class:`TypeError` here, saying what to write.
         mode: The writer's mode for every run (``strict``, ``repair`` or ``audit``).
         keepalive: Seconds of silence after which an SSE comment is sent so proxies and
             load balancers keep the connection (``None``: never).
@@ -494,11 +853,38 @@ def agui_endpoint(
             (an SSE client's dropped connection), waiting for a reconnect; past them
             with no reader, the handler is cancelled and the run's log ends there.  A
             JSONL or protobuf answer cannot be resumed, so its run gets no grace.
+        authorize: ``authorize(request, access) -> principal | None``, sync or async,
+            called before a run starts (and before a resume, join or cancel) with an
+            :class:`~aguikit.server.access.Access`; it raises
+            :class:`~aguikit.server.access.Denied` to refuse (``401``/``403``, a problem
+            document, ``WWW-Authenticate`` passed through).  The principal it returns
+            is the writer's :attr:`RunWriter.principal`.  ``docs/authorize.md`` shows a
+            bearer token.
+        on_error: ``on_error(exc) -> (message, code) | None``: what a run's
+            ``RUN_ERROR`` says for an exception that escaped the handler; ``None`` sends
+            the default, a generic message and the code ``AGUI-E020`` (or the rule id of
+            an aguikit error).  The exception is logged on ``aguikit.server`` whatever it
+            answers.
+        expose_errors: Send an exception's text in the ``RUN_ERROR`` (development only:
+            exceptions carry keys, SQL, paths and provider payloads).
+        max_body_bytes: The largest request body read, in bytes (``413`` beyond it; read
+            incrementally).  It also bounds the work of a ``422``'s explanation
+            (``docs/limits.md``).
+
+    Raises:
+        TypeError: ``handler`` is neither a coroutine function nor an async generator
+            function taking the arguments above.
+
+    .. versionchanged:: 0.3.0  async generator handlers; ``authorize``, ``on_error``,
+       ``expose_errors``, ``max_body_bytes``; refusals are problem documents.
     """
     if queue_size < 1:
         raise ValueError("queue_size must be at least 1")
     if resume_grace < 0:
         raise ValueError("resume_grace must not be negative")
+    if max_body_bytes < 1:
+        raise ValueError("max_body_bytes must be at least 1")
+    serve = _serving(handler)
     log: EventLog | None = MemoryEventLog() if event_log is OWN_MEMORY_LOG else event_log
 
     async def endpoint(request: Request) -> Response:
@@ -506,38 +892,43 @@ def agui_endpoint(
         if media_type is None:
             return _problem(
                 406,
-                "no acceptable framing",
-                detail=f"Accept: {request.headers.get('accept')!r}; this endpoint serves "
+                f"Accept: {short_repr(request.headers.get('accept'))}; this endpoint serves "
                 f"{sse.MEDIA_TYPE}, {', '.join(_JSONL_TYPES)} and {PROTOBUF_MEDIA_TYPE}",
             )
-        run_input = await _read_input(request)
-        if isinstance(run_input, Response):
-            return run_input
+        read = await _read_input(request, max_body_bytes)
+        if isinstance(read, Response):
+            return read
+        data, run_input = read
+        principal: str | None = None
         resume_after = request.headers.get("last-event-id")
         if log is not None and resume_after is not None:
             if not await log.resumable(run_input.run_id, resume_after):
                 return _problem(
                     410,
-                    "the run cannot be resumed from this event id",
-                    detail=f"run {run_input.run_id!r} has no logged events after "
+                    f"run {run_input.run_id!r} has no logged events after "
                     f"{resume_after!r} on this server: unknown run, expired log, an id this "
                     "server never issued, or the run ended (or was cancelled, nobody "
                     "following it) with nothing after it; start a new run",
                     runId=run_input.run_id,
                     lastEventId=resume_after,
                 )
-        elif log is not None and not await log.claim(run_input.run_id):
+        else:
+            access = Access("start", run_input.thread_id, run_input.run_id, data)
+            allowed = await _authorized(authorize, request, access)
+            if isinstance(allowed, Response):
+                return allowed
+            principal = allowed
             # The claim, not a look-up, decides: of two requests racing to start the
             # same run id, exactly one gets it.
-            return _problem(
-                409,
-                "this run has already started",
-                detail=f"run {run_input.run_id!r} is running or ran on this server; "
-                "to follow it send Last-Event-ID (0: from its first event)",
-                runId=run_input.run_id,
-            )
+            if log is not None and not await log.claim(run_input.run_id):
+                return _problem(
+                    409,
+                    f"run {run_input.run_id!r} is running or ran on this server; "
+                    "to follow it send Last-Event-ID (0: from its first event)",
+                    runId=run_input.run_id,
+                )
         return EventStreamResponse(
-            handler,
+            serve,
             run_input,
             media_type=media_type,
             mode=mode,
@@ -548,6 +939,9 @@ def agui_endpoint(
             resume_after=resume_after if log is not None else None,
             join_prelude=request.headers.get(JOIN_HEADER, "").strip().lower() == "prelude",
             resume_grace=resume_grace,
+            on_error=on_error,
+            expose_errors=expose_errors,
+            principal=principal,
         )
 
     endpoint.__name__ = getattr(handler, "__name__", "agui_endpoint")

@@ -29,8 +29,28 @@ with a violation (its *mode*):
     (``AGUI-W021``) in :attr:`RunWriter.warnings` and a log record on ``aguikit.server``.
     Violations that closing cannot fix are raised as in strict mode.
 ``audit``
-    Emits every event as given and logs each violation (a warning with the violated
-    rule's symbol), for measuring a producer before enforcing anything.
+    Sends every event the handler hands over as given, a dict the schema refuses
+    included, and records each violation (a warning and a log record naming the rule),
+    for measuring a producer before enforcing anything.  It never ends a run on the
+    handler's behalf: only the run's terminal event does.
+
+Every log record of a repair or a violation starts with the rule's id and symbol
+(``AGUI-W021 producer-repaired``), in every mode, so a log search finds what
+``aguikit rules`` explains.
+
+Whatever the mode, the run's lifecycle is the writer's: it sends ``RUN_STARTED`` (a
+handler that sends its own first, as code written for the official SDK does, has sent
+the start, and a second raises), and the first ``RUN_FINISHED`` or ``RUN_ERROR`` sent,
+the writer's or the handler's, ends the run: the writer adds no terminal event of its
+own after it, and any later event raises at its call (``AGUI-V003``/``AGUI-V004``, "the
+run already ended at event N").
+
+An exception that ends a run reaches the client as a ``RUN_ERROR`` with a generic
+message and a stable code (the broken rule's id for aguikit's own errors, else
+``AGUI-E020``), never as its text: exceptions carry URLs with keys, SQL, paths and
+provider payloads.  The traceback goes to the ``aguikit.server`` log with the run's
+ids; ``on_error`` maps an exception to what is sent, ``expose_errors`` sends its text
+(for development).
 
 The typed helpers make the legal order the easy one: every ``async with`` closes what it
 opened, also when the body raises.
@@ -42,7 +62,7 @@ import contextlib
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, ClassVar, Final, Literal
 
 import attrs
@@ -50,10 +70,11 @@ import jsonpatch
 
 from .._generated.models import Event, RunAgentInput, StateDeltaEvent, StateSnapshotEvent
 from .._generated.registry import EVENT_CLASSES, PROTOCOL_VERSION
-from ..catalogue import RULES_BY_ID, render_message
+from ..catalogue import RULES_BY_ID, RULES_BY_SYMBOL, render_message
 from ..chunks import ChunkNormalizer
-from ..errors import AguiError, PatchError, ProtocolError
+from ..errors import AguiError, PatchError, ProtocolError, SchemaValidationError
 from ..interop import is_sdk_model, sdk_wire
+from ..jsonio import dumps_wire, utf8
 from ..limits import MAX_OPEN_ENTITIES
 from ..patch import UNSET, apply_patch, copy_json
 from ..receiver import omit_newer_members
@@ -64,7 +85,9 @@ from ..verify import Verifier
 from ..wire import parse_event, parse_run_agent_input, to_wire
 
 __all__ = [
+    "HANDLER_FAILED",
     "Activity",
+    "ErrorReport",
     "EventWriter",
     "Mode",
     "ReasoningBlock",
@@ -86,6 +109,17 @@ Sink = Callable[[Mapping[str, Any]], Awaitable[None]]
 
 REPAIR_RULE: Final = "AGUI-W021"
 """The catalogue row every repair is reported under."""
+
+HANDLER_FAILED: Final = "AGUI-E020"
+"""The ``RUN_ERROR`` code of a run (or subagent) an exception ended that reports no rule
+of aguikit's: the stable code a client can act on, in place of the exception's class."""
+
+ErrorReport = Callable[[BaseException], "tuple[str, str] | None"]
+"""``on_error(exc) -> (message, code) | None``: what a ``RUN_ERROR`` (or
+``SUBAGENT_ERROR``) says for an exception; ``None`` sends the default."""
+
+_TERMINAL: Final = {"RUN_FINISHED": "AGUI-V003", "RUN_ERROR": "AGUI-V004"}
+"""The events that end a run, and the rule an event sent after each breaks."""
 
 _CLOSERS: Final[Mapping[Family, tuple[str, str | None]]] = {
     Family.TEXT_MESSAGE: ("TEXT_MESSAGE_END", "messageId"),
@@ -120,9 +154,11 @@ def _new_id(kind: str) -> str:
     return f"{kind}-{uuid.uuid4().hex[:16]}"
 
 
-def _error_code(exc: BaseException) -> str:
-    rule = getattr(exc, "rule", None)
-    return rule if isinstance(rule, str) else type(exc).__name__
+def _event_type(item: Any) -> str:
+    """The ``type`` an emitted item names, for a message, whatever it is."""
+    kind = item.get("type") if isinstance(item, Mapping) else getattr(item, "type", None)
+    kind = getattr(kind, "value", kind)  # an enum member (typed and SDK events)
+    return kind if isinstance(kind, str) else type(item).__name__
 
 
 class _Stream:
@@ -132,16 +168,21 @@ class _Stream:
         "client_state",
         "count",
         "downgrade",
+        "ended_at",
+        "ended_by",
         "events",
+        "expose_errors",
         "fatal",
         "interrupts",
         "mode",
         "normalizer",
+        "on_error",
         "peer_version",
         "pending",
         "sink",
         "snapshot_every",
         "snapshot_sent",
+        "started",
         "state_updates",
         "verifier",
         "warnings",
@@ -157,11 +198,22 @@ class _Stream:
         max_open_entities: int,
         initial_state: Any = UNSET,
         peer_version: str | None = PROTOCOL_VERSION,
+        on_error: ErrorReport | None = None,
+        expose_errors: bool = False,
     ) -> None:
         if mode not in ("strict", "repair", "audit"):
             raise ValueError(f"mode must be 'strict', 'repair' or 'audit', not {mode!r}")
         self.sink = sink
         self.mode = mode
+        self.on_error = on_error
+        self.expose_errors = expose_errors
+        self.started = False
+        """Whether ``RUN_STARTED`` was sent (by the writer, or by hand before it)."""
+        self.ended_at: int | None = None
+        """The 0-based index of the event that ended the run (``RUN_FINISHED`` or
+        ``RUN_ERROR``, whoever sent it); ``None`` while it runs."""
+        self.ended_by = ""
+        """The type of that event."""
         self.normalizer = ChunkNormalizer(max_open_entities=max_open_entities)
         self.verifier = Verifier(thread_id=thread_id, max_open_entities=max_open_entities)
         self.events: list[Mapping[str, Any]] = []
@@ -193,9 +245,14 @@ class _Stream:
                 item = {**item, "subagentRunId": tag}
             return parse_event(item, strict=True), item
         if type(item) not in _EVENT_CLASS_SET:
+            hint = (
+                " (send the event itself, not its encoded text: the endpoint encodes it)"
+                if isinstance(item, str | bytes)
+                else ""
+            )
             raise TypeError(
                 "emit takes an aguikit event, a wire dict or an ag_ui.core event, "
-                f"not {type(item).__name__}"
+                f"not {type(item).__name__}{hint}"
             )
         if tag is not None and getattr(item, "subagent_run_id", tag) is None:
             wire = {**to_wire(item), "subagentRunId": tag}
@@ -205,10 +262,52 @@ class _Stream:
             validate_event(wire, strict=True)
         return item, wire
 
+    @property
+    def live(self) -> bool:
+        """Whether events may still be sent: the run neither failed nor ended."""
+        return self.fatal is None and self.ended_at is None
+
     def warn(self, code: str, message: str, index: int | None = None) -> None:
+        """Record a repair or a violation: a warning, and a log record that starts with the
+        rule's id and symbol (``AGUI-W021 producer-repaired``)."""
         at = self.count if index is None else index
         self.warnings.append(SessionWarning(code, message, at))
-        LOGGER.warning("%s (event %s): %s", code, at, message)
+        LOGGER.warning("%s %s (event %s): %s", RULES_BY_SYMBOL[code].id, code, at, message)
+
+    def report(self, exc: BaseException) -> tuple[str, str]:
+        """
+        The ``(message, code)`` a ``RUN_ERROR`` or ``SUBAGENT_ERROR`` sends for ``exc``:
+        ``on_error``'s answer, else a generic message and a stable code (the rule id of
+        an aguikit error, else :data:`HANDLER_FAILED`); the exception's text only with
+        ``expose_errors``.  A failing or malformed ``on_error`` is logged, never sent.
+        """
+        if self.on_error is not None:
+            try:
+                mapped = self.on_error(exc)
+            except Exception:
+                LOGGER.exception("on_error raised for %r; the default RUN_ERROR was sent", exc)
+                mapped = None
+            if mapped is not None:
+                if (
+                    isinstance(mapped, tuple)
+                    and len(mapped) == 2
+                    and all(isinstance(part, str) for part in mapped)
+                ):
+                    return mapped
+                LOGGER.error(
+                    "on_error returned %r, not (message, code) or None; the default "
+                    "RUN_ERROR was sent",
+                    mapped,
+                )
+        rule_id = exc.rule if isinstance(exc, AguiError) else None
+        rule = RULES_BY_ID.get(rule_id) if rule_id is not None else None
+        if rule is not None:
+            code, message = rule.id, f"The agent broke rule {rule.id} ({rule.symbol})."
+        else:
+            code, message = HANDLER_FAILED, render_message(HANDLER_FAILED)
+        if self.expose_errors:
+            message = str(exc) if isinstance(exc, AguiError) else f"{type(exc).__name__}: {exc}"
+        return message, code
 
     def _closers(self, error: ProtocolError, event: Event) -> list[tuple[dict[str, Any], Any]]:
         """The closing events (and the entity each closes) that satisfy ``error``, if a
@@ -266,15 +365,64 @@ class _Stream:
             self.pending.append(closer)
         self.verifier.verify(event)
 
-    async def submit(self, item: Any, tag: str | None = None) -> Event:
-        """Check one event and hand it (after any repairs) to the sink."""
+    def _lifecycle(self, item: Any) -> None:
+        """Refuse, in every mode, what no mode may send: anything after the run's terminal
+        event, and a second ``RUN_STARTED``."""
+        if self.ended_at is None:
+            if not self.started:  # the first RUN_STARTED starts it, the writer's or not
+                return
+            kind = item.get("type") if type(item) is dict else _event_type(item)
+            if kind != "RUN_STARTED":
+                return
+            raise ProtocolError(
+                "AGUI-V002",
+                RULES_BY_ID["AGUI-V002"].symbol,
+                "RUN_STARTED is sent by the writer, and this run already started at "
+                "event 0: emit the run's content, and end it by returning (or with "
+                "RUN_FINISHED or RUN_ERROR)",
+                event_index=self.count,
+                event_type=kind,
+            )
+        kind = _event_type(item)
+        rule = _TERMINAL[self.ended_by]
+        raise ProtocolError(
+            rule,
+            RULES_BY_ID[rule].symbol,
+            f"{kind} emitted after the run already ended at event {self.ended_at} "
+            f"({self.ended_by}); nothing can follow a run's terminal event",
+            event_index=self.count,
+            event_type=kind,
+        )
+
+    async def submit(self, item: Any, tag: str | None = None) -> Event | None:
+        """Check one event and hand it (after any repairs) to the sink; ``None`` for a
+        document audit mode sent although the schema refuses it."""
+        try:
+            self._lifecycle(item)
+        except ProtocolError as refused:
+            if self.mode != "audit" and self.ended_at is None:
+                self.fatal = refused  # a second RUN_STARTED fails the run, as any bug does
+            raise
         if self.fatal is not None:
             raise self.fatal
         try:
-            event, wire = self.typed(item, tag)
+            try:
+                event, wire = self.typed(item, tag)
+            except SchemaValidationError as refused:
+                if self.mode != "audit" or not isinstance(item, Mapping):
+                    raise
+                await self._audit_invalid(item, refused)
+                return None
             self.pending = []
-            for expanded in self.normalizer.normalize(event):
-                self._verify(expanded)
+            try:
+                expanded = self.normalizer.normalize(event)
+            except ProtocolError as refused:  # a chunk that cannot be expanded
+                if self.mode != "audit":
+                    raise
+                self.warn(refused.symbol, refused.message)
+                expanded = []
+            for each in expanded:
+                self._verify(each)
             self._track_state(event)
         except PatchError as error:
             if self.mode != "audit":
@@ -286,21 +434,35 @@ class _Stream:
             for closer in self.pending:  # repairs the verifier accepted before the refusal
                 await self._send(closer)
             error.event_index = self.count
-            self.fatal = error
+            if self.mode != "audit":  # audit raises at the call, and the run goes on
+                self.fatal = error
             raise
         for closer in self.pending:
             await self._send(closer)
         await self._send(wire)
         return event
 
-    async def _send(self, wire: Mapping[str, Any]) -> None:
-        if self.downgrade:
+    async def _audit_invalid(self, item: Mapping[str, Any], refused: SchemaValidationError) -> None:
+        """Audit mode: send a document the schema refuses as given, once the violation is
+        recorded; only a document JSON cannot carry at all is refused at the call."""
+        utf8(dumps_wire(item), item.get("type"))  # WireFormatError: no sink could write it
+        symbol = RULES_BY_ID[refused.rule or "AGUI-S001"].symbol
+        self.warn(symbol, str(refused))
+        await self._send(item, as_given=True)
+
+    async def _send(self, wire: Mapping[str, Any], *, as_given: bool = False) -> None:
+        if self.downgrade and not as_given:  # (a document the schema refused: as given)
             wire, _ = omit_newer_members(wire, self.peer_version)
+        kind = wire.get("type")
+        if kind == "RUN_STARTED":
+            self.started = True
         self.count += 1
         if self.sink is None:
             self.events.append(wire)
         else:
             await self.sink(wire)
+        if kind in _TERMINAL:
+            self.ended_at, self.ended_by = self.count - 1, str(kind)
 
     def _track_state(self, event: Event) -> None:
         """Keep the state the client holds, so a delta is always against it."""
@@ -455,7 +617,7 @@ class EventWriter:
     _stream: _Stream
     _tag: str | None
 
-    async def emit(self, event: Any) -> Event:
+    async def emit(self, event: Any) -> Event | None:
         """
         Emit one event: an aguikit typed event, a wire dict, or an ``ag_ui.core`` event.
 
@@ -463,15 +625,30 @@ class EventWriter:
         stream so far before anything is written; inside a subagent an event without a
         ``subagentRunId`` is attributed to the subagent.
 
+        ``RUN_FINISHED`` and ``RUN_ERROR`` may be emitted by hand: the first one sent ends
+        the run, and the writer sends no terminal event of its own after it.
+        ``RUN_STARTED`` is the writer's (a run's first event may be a hand-sent one, as
+        an official SDK generator yields it; see :meth:`RunWriter.feed`).
+
         Returns:
-            The typed event as emitted.
+            The typed event as emitted; ``None`` for a dict the schema refuses that audit
+            mode sent as given (there is no typed event for it).
 
         Raises:
-            SchemaValidationError: the event is malformed (every issue with its pointer).
+            SchemaValidationError: the event is malformed (every issue with its pointer;
+                audit mode sends it instead).
             ProtocolError: it breaks an ordering rule (strict mode, or a violation repair
-                mode cannot close its way out of).
+                mode cannot close its way out of); in every mode, an event after the run's
+                terminal event (``AGUI-V003``/``AGUI-V004``, "the run already ended at
+                event N") and a ``RUN_STARTED`` after the run started (``AGUI-V002``).
             PatchError: a ``STATE_DELTA`` that does not apply to the state the client
                 holds (not in audit mode).
+            WireFormatError: audit mode, a dict no JSON can carry (``NaN``, a lone
+                surrogate, an object of a foreign type).
+            TypeError: not an event at all (a string, say).
+
+        .. versionchanged:: 0.3.0  a hand-sent terminal event ends the run; audit mode
+           sends a schema-invalid dict and returns ``None`` for it.
         """
         return await self._stream.submit(event, self._tag)
 
@@ -481,8 +658,9 @@ class EventWriter:
         await self._stream.submit(wire)
 
     async def _close(self, wire: dict[str, Any]) -> None:
-        """Close what a helper opened; a stream that already failed stays as it is."""
-        if self._stream.fatal is None:
+        """Close what a helper opened; a stream that already failed or ended (a terminal
+        event sent inside the block) stays as it is."""
+        if self._stream.live:
             await self._emit_tagged(wire)
 
     @contextlib.asynccontextmanager
@@ -698,20 +876,30 @@ class EventWriter:
         try:
             yield child
         except BaseException as exc:
-            if isinstance(exc, Exception) and self._stream.fatal is None:
+            if isinstance(exc, Exception) and self._stream.live:
+                message, code = self._stream.report(exc)
+                LOGGER.error(
+                    "subagent %r failed; sent SUBAGENT_ERROR %s: %s",
+                    run_id,
+                    code,
+                    exc,
+                    exc_info=exc,
+                    extra={"subagentRunId": run_id},
+                )
                 await self._stream.submit(
                     {
                         "type": "SUBAGENT_ERROR",
                         "subagentRunId": run_id,
-                        "message": str(exc) or type(exc).__name__,
-                        "code": _error_code(exc),
+                        "message": message,
+                        "code": code,
                     }
                 )
             raise
         finished: dict[str, Any] = {"type": "SUBAGENT_FINISHED", "subagentRunId": run_id}
         if child.result is not None:
             finished["result"] = child.result
-        await self._stream.submit(finished)
+        if self._stream.ended_at is None:  # a terminal event sent inside the block ended it
+            await self._stream.submit(finished)
 
     def interrupt(
         self,
@@ -769,10 +957,12 @@ class RunWriter(EventWriter):
     One writer per run, bound to the run's :class:`~aguikit.models.RunAgentInput`: it
     emits ``RUN_STARTED`` first and ``RUN_FINISHED`` last by itself (with an ``interrupt``
     outcome when :meth:`interrupt` was called, else ``success``), so a handler cannot
-    forget either; an exception escaping the handler becomes ``RUN_ERROR`` (its message,
-    and as ``code`` the rule id of an aguikit error or the exception's class name) and
-    the stream still ends cleanly.  Cancellation (the client went away) writes nothing
-    more.
+    forget either, unless the handler sent its own terminal event, which ended the run.
+    An exception escaping the handler becomes ``RUN_ERROR`` and the stream still ends
+    cleanly: by default with a generic message and a stable code (the rule id of an
+    aguikit error, else :data:`HANDLER_FAILED`), the exception and its traceback logged
+    on ``aguikit.server`` with the run's ids.  Cancellation (the client went away) writes
+    nothing more.
 
     Use it as ``async with RunWriter(input, sink=...) as run:``, or let
     :func:`aguikit.server.agui_endpoint` do that for you.
@@ -787,6 +977,15 @@ class RunWriter(EventWriter):
             ``STATE_SNAPSHOT`` instead of a delta, so a client that joined late or lost an
             update re-synchronises in a long run.
         max_open_entities: The verifier's safety limit (:mod:`aguikit.limits`).
+        on_error: ``on_error(exc) -> (message, code) | None``: what the ``RUN_ERROR``
+            (or a subagent block's ``SUBAGENT_ERROR``) says for an exception, so a
+            deployment can map its own errors to codes its UI knows; ``None`` (or a
+            failing hook) sends the default.
+        expose_errors: Send the exception's text as the message (the code stays
+            stable): for development, never for a client you do not trust with your
+            exceptions.
+        principal: Who sent the request, as the endpoint's ``authorize`` hook named
+            them (:attr:`principal`).
 
     A request declaring an older ``protocolVersion`` than aguikit speaks (or none) gets
     every event without the members its version does not have yet
@@ -801,6 +1000,9 @@ class RunWriter(EventWriter):
         mode: Mode = "strict",
         snapshot_every: int = 0,
         max_open_entities: int = MAX_OPEN_ENTITIES,
+        on_error: ErrorReport | None = None,
+        expose_errors: bool = False,
+        principal: str | None = None,
     ) -> None:
         if is_sdk_model(run_input):
             run_input = sdk_wire(run_input)
@@ -810,6 +1012,10 @@ class RunWriter(EventWriter):
             raise TypeError("RunWriter needs a RunAgentInput (typed, wire dict or ag_ui.core)")
         self.input: RunAgentInput = run_input
         """The request this run answers."""
+        self.principal = principal
+        """Who sent the request, as the endpoint's ``authorize`` hook named them (an
+        opaque string, a user id say); ``None``: anonymous, or no hook.  A handler scopes
+        what it reads and does to it."""
         self._tag = None
         self._stream = _Stream(
             sink=sink,
@@ -819,13 +1025,15 @@ class RunWriter(EventWriter):
             max_open_entities=max_open_entities,
             initial_state=run_input.state,
             peer_version=run_input.protocol_version,
+            on_error=on_error,
+            expose_errors=expose_errors,
         )
         self.result: Any = None
         """What ``RUN_FINISHED.result`` carries (any JSON value; ``None``: absent)."""
         self.error: BaseException | None = None
         """The exception that ended the run with ``RUN_ERROR``, if one did."""
-        self._started = False
-        self._ended = False
+        self._closed = False
+        """Cancelled (the client left): nothing more is written, terminal event included."""
 
     @property
     def mode(self) -> Mode:
@@ -839,14 +1047,15 @@ class RunWriter(EventWriter):
 
     @property
     def ended(self) -> bool:
-        """Whether the run's terminal event (``RUN_FINISHED`` or ``RUN_ERROR``) was sent."""
-        return self._ended
+        """Whether the run is over: its terminal event (``RUN_FINISHED`` or ``RUN_ERROR``)
+        was sent, by the writer or by hand, or it was cancelled (nothing more is sent)."""
+        return self._closed or self._stream.ended_at is not None
 
     async def start(self) -> None:
-        """Emit ``RUN_STARTED`` (once; ``async with`` calls it)."""
-        if self._started:
+        """Emit ``RUN_STARTED`` (once, and not when a hand-sent one started the run;
+        ``async with`` calls it)."""
+        if self._stream.started:
             return
-        self._started = True
         started: dict[str, Any] = {
             "type": "RUN_STARTED",
             "threadId": self.input.thread_id,
@@ -865,8 +1074,9 @@ class RunWriter(EventWriter):
             ProtocolError: something is still open (``AGUI-V005``) in strict mode; repair
                 mode closes it first, audit mode sends the event anyway.
         """
-        if self._ended:
+        if self.ended:
             return
+        await self.start()
         stream = self._stream
         finished: dict[str, Any] = {
             "type": "RUN_FINISHED",
@@ -880,26 +1090,82 @@ class RunWriter(EventWriter):
         else:
             finished["outcome"] = {"type": "success"}
         await stream.submit(finished)
-        self._ended = True
 
     async def fail(self, error: BaseException) -> None:
-        """Emit ``RUN_ERROR`` for ``error`` (its message; its rule id or class as code)."""
-        if self._ended:
+        """
+        Emit ``RUN_ERROR`` for ``error``: the ``(message, code)`` ``on_error`` maps it to,
+        else a generic message and a stable code (see the class); nothing when the run
+        already ended.
+        """
+        if self._closed:
             return
-        self._ended = True
+        extra = {"threadId": self.input.thread_id, "runId": self.input.run_id}
+        if self.ended:
+            LOGGER.error(
+                "%s failed after it had ended (no RUN_ERROR sent): %s",
+                self._ids,
+                error,
+                exc_info=error,
+                extra=extra,
+            )
+            return
         self.error = error
         stream = self._stream
         stream.fatal = None  # the terminal event is still owed after a strict failure
+        message, code = stream.report(error)
+        # The server's record: what the client gets instead of the exception, and why.
+        LOGGER.error(
+            "%s failed; sent RUN_ERROR %s: %s", self._ids, code, error, exc_info=error, extra=extra
+        )
         try:
-            await stream.submit(
-                {
-                    "type": "RUN_ERROR",
-                    "message": str(error) or type(error).__name__,
-                    "code": _error_code(error),
-                }
-            )
-        except AguiError as refused:  # a RUN_ERROR emitted by hand already ended the run
-            LOGGER.error("run %s: RUN_ERROR refused: %s", self.input.run_id, refused)
+            await self.start()
+            await stream.submit({"type": "RUN_ERROR", "message": message, "code": code})
+        except AguiError as refused:
+            LOGGER.error("%s: RUN_ERROR refused: %s", self._ids, refused)
+
+    async def feed(self, events: AsyncIterable[Any]) -> None:
+        """
+        Emit every event ``events`` yields, in order, each exactly as :meth:`emit` would:
+        the official SDK's pattern, an async generator yielding ``ag_ui.core`` events
+        (its own ``RUN_STARTED`` and ``RUN_FINISHED`` included), served unchanged.
+
+        A writer that has not started yet takes a ``RUN_STARTED`` yielded first as the
+        run's start (and sends its own before anything else).  A refused event is
+        thrown back into an async generator at the ``yield`` that produced it, so the
+        refusal is raised where the bug is; a generator that catches it goes on.  The
+        generator is closed however this ends.
+
+        Raises:
+            Whatever :meth:`emit` raises and the generator does not catch, and whatever
+            the generator itself raises.
+
+        .. versionadded:: 0.3.0
+        """
+        source = aiter(events)
+        throw = getattr(source, "athrow", None)
+        try:
+            item = await anext(source)
+            while True:
+                if not self._stream.started and _event_type(item) != "RUN_STARTED":
+                    await self.start()
+                try:
+                    await self.emit(item)
+                except (AguiError, TypeError) as refused:
+                    if throw is None:
+                        raise
+                    item = await throw(refused)
+                else:
+                    item = await anext(source)
+        except StopAsyncIteration:
+            return
+        finally:
+            close = getattr(source, "aclose", None)
+            if close is not None:
+                await close()
+
+    @property
+    def _ids(self) -> str:
+        return f"run {self.input.run_id!r} (thread {self.input.thread_id!r})"
 
     async def __aenter__(self) -> RunWriter:
         await self.start()
@@ -910,15 +1176,13 @@ class RunWriter(EventWriter):
             try:
                 await self.finish()
             except AguiError as error:
-                LOGGER.error("run %s ended with an error: %s", self.input.run_id, error)
                 await self.fail(error)
             else:
                 if self._stream.fatal is not None:  # a strict failure the handler swallowed
                     await self.fail(self._stream.fatal)
             return False
         if not isinstance(exc, Exception):
-            self._ended = True  # cancelled (the client left) or exiting: write nothing more
+            self._closed = True  # cancelled (the client left) or exiting: write nothing more
             return False
-        LOGGER.error("run %s failed: %s", self.input.run_id, exc, exc_info=exc)
         await self.fail(exc)
         return True
