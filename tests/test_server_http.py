@@ -102,20 +102,35 @@ def test_jsonl_is_served_when_asked_for(media_type: str) -> None:
     assert "RUN_FINISHED" == lines[-1]["type"]
 
 
-def test_negotiation_prefers_quality_then_order() -> None:
-    """The parser behind the Accept handling."""
+def test_negotiation_admits_protobuf_when_named_and_answers_sse_otherwise() -> None:
+    """
+    The parser behind the Accept handling, per the protobuf binding's Negotiation: naming
+    the protobuf type opts in whatever its quality against SSE, everything else is SSE
+    (never a refusal), and wildcards stay SSE (aguikit's documented decision).
+    """
+    proto = "application/vnd.ag-ui.event+proto"
     assert "text/event-stream" == negotiate(None)
     assert "text/event-stream" == negotiate("*/*")
+    assert "text/event-stream" == negotiate("application/*")
     assert "application/jsonl" == negotiate("application/jsonl, text/event-stream;q=0.5")
-    assert "application/vnd.ag-ui.event+proto" == negotiate(
-        "application/vnd.ag-ui.event+proto, text/event-stream"
-    )
-    assert "text/event-stream" == negotiate(
-        "application/vnd.ag-ui.event+proto;q=0.5, text/event-stream"
-    )
-    assert "application/vnd.ag-ui.event+proto" == negotiate("application/vnd.ag-ui.event+proto")
-    assert negotiate("application/xml") is None
-    assert negotiate("text/event-stream;q=0") is None
+    assert "text/event-stream" == negotiate("application/jsonl;q=0.5, text/event-stream")
+    assert proto == negotiate(f"{proto}, text/event-stream")
+    assert proto == negotiate(f"{proto};q=0.5, text/event-stream")
+    assert proto == negotiate(f"text/event-stream, {proto};q=0.1")
+    assert proto == negotiate(proto)
+    assert "text/event-stream" == negotiate(f"{proto};q=0, text/event-stream")
+    assert "text/event-stream" == negotiate("application/xml")
+    assert "text/event-stream" == negotiate("text/event-stream;q=0")
+
+
+def test_an_accept_naming_nothing_the_endpoint_writes_is_answered_in_sse() -> None:
+    """'MUST answer SSE otherwise': an unknown media type gets the run, not a 406."""
+    with serve_asgi(create_app(greet)) as url:
+        response = httpx.post(url + "/", json=BODY, headers={"Accept": "application/xml"})
+
+    assert 200 == response.status_code
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert "RUN_FINISHED" in response.text
 
 
 def test_a_client_preferring_protobuf_gets_the_same_run_as_length_prefixed_frames() -> None:
@@ -156,15 +171,6 @@ def test_agent_client_asking_for_binary_folds_the_protobuf_answer() -> None:
         (m.role, m.content) for m in binary_client.messages
     ]
     assert sse_client.state == binary_client.state
-
-
-def test_nothing_acceptable_is_406() -> None:
-    """A client that accepts no framing the endpoint writes is told so."""
-    with serve_asgi(create_app(greet)) as url:
-        response = httpx.post(url + "/", json=BODY, headers={"Accept": "application/xml"})
-
-    assert 406 == response.status_code
-    assert "application/xml" in response.json()["detail"]
 
 
 def test_an_invalid_body_is_422_listing_each_problem_with_its_pointer() -> None:

@@ -154,14 +154,16 @@ def test_every_json_content_type_starts_a_run(content_type: str) -> None:
 
 
 def test_a_problem_document_escapes_what_utf8_cannot_carry() -> None:
-    """A refusal quoting the request (here the Accept header's 406) is ASCII JSON."""
+    """A refusal quoting the request (here the Content-Encoding's 415) is ASCII JSON."""
     with serve_asgi(create_app(Recording())) as url:
         response = httpx.post(
-            url + "/", content=body_with(), headers={"Accept": b"application/x-\xe9"}
+            url + "/",
+            content=body_with(),
+            headers={"Content-Type": JSON, "Content-Encoding": b"x-\xe9"},
         )
 
-    assert "application/x-\\u00e9" in response.text
-    assert_problem(response, 406)
+    assert "x-\\u00e9" in response.text
+    assert_problem(response, 415)
 
 
 def test_a_body_over_the_limit_is_413_whether_it_declares_its_length_or_not() -> None:
@@ -444,3 +446,92 @@ def test_the_bearer_token_example_refuses_without_a_token_and_greets_its_user() 
     assert "Hello, alice." in deltas
     assert [{"result": None}] == official["runs"]
     assert "Hello, bob." == official["messages"][-1]["content"]
+
+
+# -- what the handler is given, and what the run declares ------------------------------------
+
+
+class Keeping:
+    """A handler that keeps the input it was given and says one word."""
+
+    def __init__(self) -> None:
+        self.inputs: list[RunAgentInput] = []
+
+    async def __call__(self, run_input: RunAgentInput, run: RunWriter) -> None:
+        self.inputs.append(run_input)
+        await run.say("hi")
+
+
+def served(body: bytes) -> tuple[Keeping, list[dict[str, Any]]]:
+    """Serve one request on a real uvicorn: the handler and the events the client read."""
+    keeping = Keeping()
+    with serve_asgi(create_app(keeping)) as url:
+        response = post(url + "/", body)
+        assert 200 == response.status_code, response.text
+        events = list(iter_events([response.content]))
+    return keeping, events
+
+
+def test_an_input_member_the_server_does_not_know_is_stripped_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The processing page binds a producer receiving input as a consumer receiving events:
+    "unrecognised material does not make the input invalid", and the producer "strips it
+    with a warning and runs"; the handler never sees it."""
+    caplog.set_level(logging.WARNING, logger="aguikit.server")
+    messages = [{"id": "u1", "role": "user", "content": "hi", "mood": "curious"}]
+    keeping, events = served(body_with(messages=messages, futureInput={"x": 1}))
+
+    (run_input,) = keeping.inputs
+    assert not run_input.extra_members
+    assert not run_input.messages[0].extra_members
+    assert "RUN_FINISHED" == events[-1]["type"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "aguikit.server"]
+    assert 2 == len([line for line in logged if line.startswith("AGUI-W002 unknown-member")])
+    assert any("'/messages/0/mood'" in line for line in logged)
+    assert any("'/futureInput'" in line for line in logged)
+
+
+def test_an_absent_tools_or_context_reaches_the_handler_as_the_empty_list_it_means() -> None:
+    """ "A producer MUST treat a missing `tools` exactly as it would treat an empty one":
+    the handler is given ``[]``, never ``None``, for either list."""
+    keeping, _ = served(body_with())
+
+    (run_input,) = keeping.inputs
+    assert ([], []) == (run_input.tools, run_input.context)
+
+
+@pytest.mark.parametrize(
+    ("declared", "answered"),
+    [("1.1", "1.1"), ("1.9", "1.1"), ("2.0", "1.1"), ("draft", "1.1"), ("1.0", "1.0")],
+)
+def test_the_run_declares_the_version_its_stream_speaks(declared: str, answered: str) -> None:
+    """ "A producer declares the version *it* speaks on `RUN_STARTED.protocolVersion`: its
+    own, never an echo of the input's"; written down for an older peer, the stream speaks
+    the peer's version and says so."""
+    _, events = served(body_with(protocolVersion=declared))
+
+    assert answered == events[0]["protocolVersion"]
+
+
+@pytest.mark.parametrize("declared", ["1.9", "draft"])
+def test_a_newer_or_unreadable_input_version_is_served_with_a_warning(
+    declared: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ "A producer meeting a newer minor of a line it implements MUST serve the run ...
+    and SHOULD warn"; a declaration it cannot interpret "is handled like a newer one"."""
+    caplog.set_level(logging.WARNING, logger="aguikit.server")
+    _, events = served(body_with(protocolVersion=declared))
+
+    assert "RUN_FINISHED" == events[-1]["type"]
+    assert any(f"protocol {declared!r}" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("declared", [None, "0.0.57"])
+def test_a_peer_that_predates_the_declaration_is_not_sent_one(declared: str | None) -> None:
+    """A client declaring no version, or a pre-1.0 one, predates ``protocolVersion``: the
+    writer already omits every member newer than it, and the declaration too."""
+    body = body_with() if declared is None else body_with(protocolVersion=declared)
+    _, events = served(body)
+
+    assert "protocolVersion" not in events[0]

@@ -273,7 +273,8 @@ class AgentClient:
         binary: Ask for the binary transport too (``Accept:
             application/vnd.ag-ui.event+proto, text/event-stream``) and decode whichever
             the agent answers in.  Off by default: every agent speaks SSE, and an agent
-            that does not know the binary type may refuse the request (406).  A binary
+            that predates the binding may refuse the request (aguikit's did, with 406,
+            before 1.1 said to answer SSE).  A binary
             answer carries no frame ids, so it is not resumed after a drop; reconnects
             and joins ask for SSE only.
 

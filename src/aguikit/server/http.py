@@ -26,7 +26,8 @@ serving once:
   byte-identical to the official SDK's ``EventEncoder``, after the frame's ``id:`` when
   the run is logged), JSONL for ``application/jsonl`` / ``application/x-ndjson``,
   and length-prefixed protobuf (``application/vnd.ag-ui.event+proto``, the bytes
-  ``@ag-ui/proto`` writes) for a client that prefers it; ``406`` when none is acceptable;
+  ``@ag-ui/proto`` writes) for a client whose ``Accept`` names it; SSE for anything else,
+  as the protobuf binding requires (never ``406``);
 * ``Cache-Control: no-cache``, ``X-Accel-Buffering: no`` (nginx) and
   ``Connection: keep-alive``; an SSE comment after ``keepalive`` seconds of silence;
 * every event is sent as it is written (one ASGI body message, which the server flushes);
@@ -62,6 +63,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from http import HTTPStatus
 from typing import Any, Final, Literal
 
+import attrs
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -69,12 +71,14 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .._generated.models import AgentCapabilities, RunAgentInput
-from ..catalogue import DECODE_RULES
+from .._generated.registry import PROTOCOL_VERSION
+from ..catalogue import DECODE_RULES, render_message
 from ..encode import encode_proto
 from ..errors import DecodeError, short_repr
 from ..jsonio import dumps_wire, escape_pointer, loads_object
 from ..limits import MAX_BODY_BYTES
 from ..proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
+from ..receiver import compare_protocol_versions, strip_unknown
 from ..transport import jsonl, sse
 from ..validate import is_valid, iter_schema_errors, validate
 from ..wire import parse_run_agent_input, to_wire
@@ -138,13 +142,23 @@ OWN_MEMORY_LOG: Final = _OwnLog.OWN_MEMORY_LOG
 than ``None``, because ``event_log=None`` means something else: no log at all."""
 
 
-def negotiate(accept: str | None) -> str | None:
+def negotiate(accept: str | None) -> str:
     """
-    The media type to answer with for an ``Accept`` header: ``text/event-stream``, a JSONL
-    type, the protobuf type, or ``None`` when nothing the endpoint serves is acceptable
-    (406).
+    The media type to answer with for an ``Accept`` header: the protobuf type, a JSONL
+    type or ``text/event-stream``, never a refusal.
 
-    The highest ``q`` wins, the earlier range on a tie; no header means SSE.
+    The protobuf binding (spec 1.1, ``basic/transports/http-protobuf``, Negotiation) opts a
+    client in by *admission*: a range naming the protobuf type with a positive quality
+    gets protobuf, whatever quality it gives SSE ("relative quality values between the two
+    media types are not consulted"), and every other request "MUST answer SSE", so nothing
+    is ``406``.  The JSONL types are aguikit's own framing, chosen only when named and
+    ranked above SSE (the highest ``q`` wins, the earlier range on a tie).
+
+    A wildcard (``*/*``, ``application/*``) admits the protobuf type too, and the binding
+    says a producer SHOULD then answer with it; aguikit answers SSE, because a wildcard is
+    what every HTTP library sends by default (httpx, requests, ``fetch``, curl) and a
+    client that never asked for binary frames would be handed them
+    (``docs/spec-decisions.md``, "Wildcards answer SSE").
     """
     if not accept or not accept.strip():
         return sse.MEDIA_TYPE
@@ -161,12 +175,14 @@ def negotiate(accept: str | None) -> str | None:
                     quality = 0.0
         if quality > 0 and media:
             ranges.append((-quality, position, media.lower()))
+    if any(media == PROTOBUF_MEDIA_TYPE for _, _, media in ranges):
+        return PROTOBUF_MEDIA_TYPE
     for _, _, media in sorted(ranges):
         if media in _SSE_RANGES:
             return sse.MEDIA_TYPE
-        if media in _JSONL_TYPES or media == PROTOBUF_MEDIA_TYPE:
+        if media in _JSONL_TYPES:
             return media
-    return None
+    return sse.MEDIA_TYPE
 
 
 _TITLES: Final = {
@@ -174,7 +190,6 @@ _TITLES: Final = {
     401: "Unauthorized",
     403: "Forbidden",
     404: "Not Found",
-    406: "Not Acceptable",
     409: "Conflict",
     410: "Gone",
     413: "Content Too Large",
@@ -384,7 +399,46 @@ def _decode(body: bytes) -> tuple[dict[str, Any], RunAgentInput] | Response:
     if not is_valid(data, "RunAgentInput", strict=False):
         issues = iter_schema_errors(data, "RunAgentInput", strict=False)
         return _unprocessable([(i.pointer, i.keyword, i.message) for i in issues])
-    return data, parse_run_agent_input(data, check=False)
+    return data, _admitted(data)
+
+
+def _admitted(data: dict[str, Any]) -> RunAgentInput:
+    """
+    The run input a handler is given, from a body the schema accepts (tolerantly).
+
+    The processing model binds a producer receiving input as it binds a consumer receiving
+    events: "unrecognised material does not make the input invalid", so what the schema
+    does not describe is stripped with a warning (``AGUI-W002``, on this logger) and the
+    run is served; an absent ``tools`` or ``context`` is handed over as the empty list it
+    means ("A producer MUST treat a missing ``tools`` exactly as it would treat an empty
+    one"); and a client declaring a newer (or uninterpretable) protocol version is served,
+    with a warning ("MUST serve the run ... and SHOULD warn").
+    """
+    kept, removed = strip_unknown(data, definition="RunAgentInput")
+    run = f"run {short_repr(data.get('runId'))}"
+    for pointer in removed:
+        message = render_message("AGUI-W002", pointer=pointer, event_type="RunAgentInput")
+        LOGGER.warning("AGUI-W002 unknown-member (%s input): %s", run, message)
+    declared = kept.get("protocolVersion")
+    if isinstance(declared, str) and compare_protocol_versions(declared, PROTOCOL_VERSION) != (
+        "not-newer"
+    ):
+        LOGGER.warning(
+            "%s input declares protocol %s, newer than this server's %s or not a version it "
+            "can read: served as %s (the versioning page: additions are safe)",
+            run,
+            short_repr(declared),
+            PROTOCOL_VERSION,
+            PROTOCOL_VERSION,
+        )
+    run_input = parse_run_agent_input(kept, check=False)
+    if run_input.tools is None or run_input.context is None:
+        run_input = attrs.evolve(
+            run_input,
+            tools=[] if run_input.tools is None else run_input.tools,
+            context=[] if run_input.context is None else run_input.context,
+        )
+    return run_input
 
 
 def _unprocessable(issues: list[tuple[str, str, str]]) -> Response:
@@ -889,12 +943,6 @@ def agui_endpoint(
 
     async def endpoint(request: Request) -> Response:
         media_type = negotiate(request.headers.get("accept"))
-        if media_type is None:
-            return _problem(
-                406,
-                f"Accept: {short_repr(request.headers.get('accept'))}; this endpoint serves "
-                f"{sse.MEDIA_TYPE}, {', '.join(_JSONL_TYPES)} and {PROTOBUF_MEDIA_TYPE}",
-            )
         read = await _read_input(request, max_body_bytes)
         if isinstance(read, Response):
             return read

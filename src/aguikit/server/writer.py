@@ -77,7 +77,7 @@ from ..interop import is_sdk_model, sdk_wire
 from ..jsonio import dumps_wire, utf8
 from ..limits import MAX_OPEN_ENTITIES
 from ..patch import UNSET, apply_patch, copy_json
-from ..receiver import omit_newer_members
+from ..receiver import compare_protocol_versions, omit_newer_members
 from ..rules import Family
 from ..session import SessionWarning
 from ..validate import fast_check, validate_event
@@ -159,6 +159,33 @@ def _event_type(item: Any) -> str:
     kind = item.get("type") if isinstance(item, Mapping) else getattr(item, "type", None)
     kind = getattr(kind, "value", kind)  # an enum member (typed and SDK events)
     return kind if isinstance(kind, str) else type(item).__name__
+
+
+def _spoken(peer_version: str | None) -> str | None:
+    """
+    The protocol version a run's ``RUN_STARTED`` declares: the one its stream speaks.
+
+    The versioning page: "A producer declares the version *it* speaks on
+    ``RUN_STARTED.protocolVersion``: its own, never an echo of the input's", and "An
+    implementation of this version MUST send its declaration".  That is this package's
+    version, except:
+
+    * for a client declaring an older ``MAJOR.MINOR``, the writer writes the stream down
+      to it (members the peer lacks omitted), and the declaration "names what the run's
+      stream *speaks*";
+    * for a client that declares no version, or a pre-1.0 one (``0.0.57``, named by its
+      package version), the peer predates the declaration: the writer already treats it
+      as such (every member newer than it omitted), and leaves the declaration out too,
+      as the page's own exception does for a consumer facing an old parser (``None``).
+    """
+    if peer_version is None:
+        return None
+    verdict = compare_protocol_versions(PROTOCOL_VERSION, peer_version)
+    if verdict == "newer":
+        return peer_version
+    if verdict == "?" and peer_version.startswith("0."):
+        return None
+    return PROTOCOL_VERSION
 
 
 class _Stream:
@@ -1061,6 +1088,9 @@ class RunWriter(EventWriter):
             "threadId": self.input.thread_id,
             "runId": self.input.run_id,
         }
+        spoken = _spoken(self._stream.peer_version)
+        if spoken is not None:
+            started["protocolVersion"] = spoken
         if self.input.parent_run_id is not None:
             started["parentRunId"] = self.input.parent_run_id
         await self._stream.submit(started)
