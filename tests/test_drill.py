@@ -592,11 +592,9 @@ CHECK_FIELD = """
     print("field ok")
 """
 
-DRILLED: Final = pytest.mark.skipif(
-    os.environ.get("AGUIKIT_BUILD") == "compiled",
-    reason="the drilled copy is imported from its own source in either build, so the pure "
-    "session's run is the whole proof and the compiled session would only repeat it",
-)
+DRILLED: Final = pytest.mark.build_independent
+"""The drilled copy is imported from its own source in either build, so the pure session's run
+is the whole proof and the compiled session would only repeat it."""
 
 
 @pytest.fixture(scope="module")

@@ -254,6 +254,7 @@ def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("mypy-cache")
 
 
+@pytest.mark.build_independent
 def test_an_exhaustive_match_over_event_type_checks(mypy_cache: Path, tmp_path: Path) -> None:
     """A ``match`` with a case per event class, ending in ``assert_never``, is accepted."""
     module = tmp_path / "exhaustive_match.py"

@@ -290,6 +290,7 @@ def test_every_command_of_the_readme_runs_as_written(tmp_path: Path) -> None:
     assert (tmp_path / "stream.pb").stat().st_size > 0  # convert wrote what it said
 
 
+@pytest.mark.build_independent
 def test_the_readme_install_and_build_blocks_install_aguikit_from_a_checkout_as_written(
     tmp_path: Path,
 ) -> None:
