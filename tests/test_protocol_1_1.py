@@ -185,6 +185,15 @@ def test_a_client_pinned_to_a_pre_1_0_peer_omits_1_1_members_too() -> None:
     assert "encryptedValueType" not in json.dumps(body)
 
 
+@pytest.mark.parametrize("pin", ["1.\u00b2", "\u0661.\u0661", "1." + "9" * 5000, "1.1\n"])
+def test_a_pin_that_is_no_version_is_refused_naming_the_parameter(pin: str) -> None:
+    """Digits of other scripts, superscripts and parts too long to convert order nothing:
+    the pin is refused saying what it must be (it raised ``int``'s own ``ValueError``, or
+    was read as a version)."""
+    with pytest.raises(ValueError, match="max_protocol_version must be a dotted version"):
+        prepare_input(REQUEST, max_protocol_version=pin)
+
+
 def test_omit_newer_members_names_what_it_omitted_in_events() -> None:
     """The server-side use: an event for a peer that declared 1.0 loses its 1.1 members."""
     event = _encrypted("message", "m", "v", "anthropic.redacted_thinking")
@@ -239,7 +248,7 @@ def test_the_server_sends_1_1_members_to_a_client_declaring_1_1() -> None:
     assert "anthropic.redacted_thinking" == value["encryptedValueType"]
 
 
-@pytest.mark.parametrize("declared", ["1.9", "2.0", "draft"])
+@pytest.mark.parametrize("declared", ["1.9", "2.0", "draft", "1.\u00b2", "1." + "9" * 5000])
 def test_the_server_serves_a_client_declaring_a_newer_or_unreadable_version(
     declared: str,
 ) -> None:

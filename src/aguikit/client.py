@@ -47,12 +47,12 @@ import httpx
 from ._generated.models import RunAgentInput
 from ._generated.registry import PROTOCOL_VERSION
 from .catalogue import RULES_BY_ID, Severity, render_message
-from .errors import HTTPStatusError, TransportError, TruncatedStreamError
+from .errors import HTTPStatusError, TransportError, TruncatedStreamError, short_repr
 from .limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
 from .patch import UNSET
 from .proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from .proto import aiter_proto, iter_proto_wire
-from .receiver import omit_newer_members, strip_unknown
+from .receiver import omit_newer_members, strip_unknown, version_key
 from .session import Session, Update
 from .transport.http import BOTH, DEFAULT_TIMEOUT, SSE_ONLY, apost_stream, post_stream
 from .transport.sse import Frame, aiter_frames, frame_object, iter_frames
@@ -76,17 +76,10 @@ def _declares_resume(answers: Sequence[httpx.Headers]) -> bool:
     return any(_RESUMABLE in h.get("x-agui-resume", "").lower() for h in answers)
 
 
-def _version_key(version: str) -> tuple[int, ...] | None:
-    parts = version.split(".")
-    if not all(part.isdigit() for part in parts):
-        return None
-    return tuple(int(part) for part in parts)
-
-
 def _older_than(version: str | None, reference: str) -> bool:
     if version is None:
         return False
-    mine, theirs = _version_key(version), _version_key(reference)
+    mine, theirs = version_key(version), version_key(reference)
     return mine is not None and theirs is not None and mine < theirs
 
 
@@ -200,7 +193,14 @@ def prepare_input(
     Raises:
         SchemaValidationError: The input is not a valid ``RunAgentInput`` (a known member is
             missing or malformed).
+        ValueError: ``max_protocol_version`` is not a dotted version of ASCII digits (a pin
+            that orders nothing would silently send what the peer cannot read).
     """
+    if max_protocol_version is not None and version_key(max_protocol_version) is None:
+        raise ValueError(
+            f"max_protocol_version must be a dotted version such as '1.0' or '0.0.39', "
+            f"not {short_repr(max_protocol_version)}"
+        )
     notes: list[str] = []
     data = dict(run_input) if isinstance(run_input, Mapping) else to_wire(run_input)
     data["messages"] = _upgrade_messages(data.get("messages"))

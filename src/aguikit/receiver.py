@@ -44,7 +44,6 @@ outgoing requests (the HTTP client's era shims).
 
 from __future__ import annotations
 
-import re
 import types
 import typing
 from collections.abc import Mapping
@@ -258,37 +257,46 @@ def strip_unknown(
 
 # ---- versions --------------------------------------------------------------------------------
 
-_VERSION: Final = re.compile(r"^(\d+)\.(\d+)$")
-
 
 def compare_protocol_versions(declared: str, spoken: str) -> Literal["newer", "not-newer", "?"]:
     """
     Judge a producer's declared version against the one this consumer speaks.
 
-    The grammar is exactly ``MAJOR.MINOR``; anything else (``"draft"``, ``"1"``,
-    ``"1.0.0"``) cannot be compared and is handled like a newer version (``"?"``).
+    The grammar is exactly ``MAJOR.MINOR`` (ASCII digits, read by :func:`version_key`);
+    anything else (``"draft"``, ``"1"``, ``"1.0.0"``, ``"1.1\\n"``) cannot be compared and
+    is handled like a newer version (``"?"``).
     """
-    match, own = _VERSION.match(declared), _VERSION.match(spoken)
-    if match is None or own is None:
+    theirs, ours = version_key(declared), version_key(spoken)
+    if theirs is None or ours is None or len(theirs) != 2 or len(ours) != 2:
         return "?"
-    theirs = (int(match[1]), int(match[2]))
-    ours = (int(own[1]), int(own[2]))
     return "newer" if theirs > ours else "not-newer"
 
 
-# ---- talking down to an older peer ----------------------------------------------------------
+def version_key(version: str) -> tuple[int, ...] | None:
+    """
+    A dotted version (``"1.1"``, a pre-1.0 package version such as ``"0.0.39"``) as the
+    tuple it orders by, or ``None`` when it is not one.
 
-
-def _dotted(version: str) -> tuple[int, ...] | None:
+    The one reading of a peer's version for ordering (the client's pins, the server's
+    answer to an older peer, the members a peer predates).  Only ASCII digits count, and
+    at most nine per part: ``str.isdigit`` also accepts ``"²"``, which ``int`` refuses, a
+    regular expression's ``\\d`` accepts every script's digits, and a part of thousands
+    of digits costs quadratic time to convert; a peer's version is untrusted text.
+    """
     parts = version.split(".")
-    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
+    if not all(p.isascii() and p.isdigit() and len(p) <= 9 for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
+# ---- talking down to an older peer ----------------------------------------------------------
 
 
 def _unknown_to(since: str, peer_version: str | None) -> bool:
     if peer_version is None:
         return True  # a peer that declares no version predates every marked member
     # Dotted numbers of any length: pre-1.0 peers are named by package version (0.0.39).
-    added, peer = _dotted(since), _dotted(peer_version)
+    added, peer = version_key(since), version_key(peer_version)
     return added is not None and peer is not None and added > peer
 
 
