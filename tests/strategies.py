@@ -1087,7 +1087,9 @@ class Utterance:
     tool_name: str | None = None
     parent: str | None = None
     asides: tuple[tuple[int, Any], ...] = ()
-    """Events that stand aside from chunk assembly (STATE_DELTA, RAW), after delta ``i``."""
+    """Events between two deltas, after delta ``i``: ``RAW`` stands aside from chunk
+    assembly, a ``STATE_DELTA`` ends the chunk stream (so :func:`chunk_form` names the item
+    again after one, as a producer must)."""
 
 
 @st.composite
@@ -1195,7 +1197,13 @@ def explicit_form(runs: list[list[Utterance]]) -> list[Any]:
 
 
 def chunk_form(runs: list[list[Utterance]]) -> list[Any]:
-    """The same conversation as chunks: ids and names on the first chunk only, no ends."""
+    """
+    The same conversation as chunks: ids and names on the first chunk only, no ends.
+
+    An aside that closes a chunk stream (a state delta: the streaming page's "Closing a
+    chunk stream") makes the next chunk a first one again, naming the item (and what
+    opened it) once more; the item is re-opened and the content continues it.
+    """
     out: list[Any] = []
     for number, run in enumerate(runs):
         out.append(models.RunStartedEvent(thread_id="t", run_id=f"run{number}"))
@@ -1203,8 +1211,8 @@ def chunk_form(runs: list[list[Utterance]]) -> list[Any]:
             out.append(models.StateSnapshotEvent(snapshot={}))
         for u in run:
             deltas: list[str | None] = list(u.deltas) or [None]
+            first = True
             for position, delta in enumerate(deltas):
-                first = position == 0
                 if u.kind == "text":
                     out.append(
                         models.TextMessageChunkEvent(
@@ -1228,6 +1236,8 @@ def chunk_form(runs: list[list[Utterance]]) -> list[Any]:
                             message_id=u.ident if first else None, delta=delta
                         )
                     )
-                out += _asides_after(u, position)
+                asides = _asides_after(u, position)
+                out += asides
+                first = any(not isinstance(event, models.RawEvent) for event in asides)
         out.append(models.RunFinishedEvent(thread_id="t", run_id=f"run{number}"))
     return out

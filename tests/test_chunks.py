@@ -92,24 +92,31 @@ def test_run_terminals_and_custom_close_the_open_stream(closer: Any, expected: s
     assert not normalizer.is_open
 
 
-@pytest.mark.parametrize(
-    "bystander",
-    [
-        RawEvent(event={"k": 1}),
-        StateDeltaEvent(delta=[]),
-    ],
-)
-def test_raw_and_state_deltas_do_not_split_a_chunk_stream(bystander: Any) -> None:
-    """An id-less chunk after RAW or STATE_DELTA still continues the open message."""
-    events = normalize_all([text("m1", "Half "), bystander, text(None, "and half.")])
+def test_raw_does_not_split_a_chunk_stream() -> None:
+    """An id-less chunk after RAW still continues the open message (every event that
+    stands aside: tests/test_chunk_closing.py)."""
+    events = normalize_all([text("m1", "Half "), RawEvent(event={"k": 1}), text(None, "and half.")])
 
     assert [
         "TEXT_MESSAGE_START",
         "TEXT_MESSAGE_CONTENT",
-        bystander.type,
+        "RAW",
         "TEXT_MESSAGE_CONTENT",
         "TEXT_MESSAGE_END",
     ] == types(events)
+
+
+def test_a_state_delta_closes_the_chunk_stream_of_its_lane() -> None:
+    """A state event is on the specification's list of closers, so the id-less
+    continuation after it has nothing to continue (the official client agrees)."""
+    normalizer = ChunkNormalizer()
+    normalizer.normalize(text("m1", "Half "))
+
+    assert ["TEXT_MESSAGE_END", "STATE_DELTA"] == types(
+        normalizer.normalize(StateDeltaEvent(delta=[]))
+    )
+    with pytest.raises(ProtocolError, match="First TEXT_MESSAGE_CHUNK must have a messageId"):
+        normalizer.normalize(text(None, "and half."))
 
 
 def test_custom_closes_the_stream_so_an_id_less_continuation_is_fatal() -> None:
@@ -133,8 +140,8 @@ def test_a_tool_result_closes_the_chunk_streamed_call_before_it_arrives() -> Non
     assert ["TOOL_CALL_END", "TOOL_CALL_RESULT"] == types(out)
 
 
-def test_reasoning_end_closes_the_owners_reasoning_chunk_stream() -> None:
-    """A closing reasoning block implies its message closed, whatever the span id."""
+def test_reasoning_end_closes_the_chunk_stream_of_its_lane() -> None:
+    """A reasoning event arriving in the lane closes its chunk stream, whatever the span id."""
     normalizer = ChunkNormalizer()
     normalizer.normalize(ReasoningMessageChunkEvent(message_id="r1", delta="hmm"))
     out = normalizer.normalize(ReasoningEndEvent(message_id="span-1"))
@@ -198,7 +205,7 @@ def test_a_tagged_id_less_chunk_for_a_subagent_with_nothing_open_is_rejected() -
     normalizer = ChunkNormalizer()
     normalizer.normalize(text("p1", "parent"))
 
-    with pytest.raises(ProtocolError, match="subagent 's9' has no text message open"):
+    with pytest.raises(ProtocolError, match="subagent 's9' has no text message chunk stream open"):
         normalizer.normalize(text(None, "x", subagent_run_id="s9"))
 
 
@@ -259,24 +266,28 @@ def test_a_chunk_tag_contradicting_its_streams_owner_is_fatal() -> None:
     assert "AGUI-C004" == caught.value.rule
 
 
-def test_an_explicitly_opened_message_absorbs_a_following_bare_chunk() -> None:
-    """The chunk continues the explicit message; nothing is synthesized for it."""
-    events = normalize_all(
-        [
-            TextMessageStartEvent(message_id="m1"),
-            text(None, "absorbed"),
-            TextMessageEndEvent(message_id="m1"),
-        ]
-    )
+def test_an_explicitly_opened_message_is_never_continued_by_an_id_less_chunk() -> None:
+    """The two spellings do not mix within one item: with only an explicit message open,
+    an id-less chunk is a first chunk without an id (AGUI-C001), nothing is invented."""
+    normalizer = ChunkNormalizer()
+    normalizer.normalize(TextMessageStartEvent(message_id="m1"))
 
-    assert ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"] == types(events)
+    with pytest.raises(ProtocolError) as caught:
+        normalizer.normalize(text(None, "absorbed?"))
+    assert "AGUI-C001" == caught.value.rule
 
 
-def test_an_explicit_end_for_a_chunk_opened_stream_is_not_duplicated() -> None:
-    """The producer's own end settles the debt."""
+def test_an_explicit_end_for_a_chunk_opened_stream_ends_the_shorthand_first() -> None:
+    """The synthesized end comes first and the explicit one is passed on to be judged by
+    the triad rules (the verifier refuses it: tests/test_chunk_closing.py)."""
     events = normalize_all([text("m1", "a"), TextMessageEndEvent(message_id="m1")])
 
-    assert ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"] == types(events)
+    assert [
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "TEXT_MESSAGE_END",
+    ] == types(events)
 
 
 def test_explicit_events_pass_through_as_the_same_objects() -> None:
@@ -324,7 +335,7 @@ def test_a_chunk_without_a_delta_only_opens() -> None:
 
 
 def test_finish_closes_only_what_the_normalizer_opened() -> None:
-    """Explicitly opened streams close themselves; the normalizer owes them nothing."""
+    """Explicitly opened items close themselves; the normalizer owes them nothing."""
     normalizer = ChunkNormalizer()
     normalizer.normalize(TextMessageStartEvent(message_id="e1"))
     normalizer.normalize(tool("c1", "f", "{}", subagent_run_id="s1"))
@@ -340,3 +351,15 @@ def test_the_rule_catalog_has_unique_ids_and_symbols() -> None:
     assert len(RULES) == len({rule.symbol for rule in RULES.values()})
     assert all(rule_id.startswith("AGUI-C0") for rule_id in RULES)
     assert all(rule.id == rule_id for rule_id, rule in RULES.items())
+
+
+def test_a_span_id_names_no_message_so_reasoning_end_closes_nothing_by_id() -> None:
+    """Spans and reasoning messages are separate namespaces: an untagged REASONING_END
+    whose id equals a subagent's reasoning chunk stream leaves that stream open."""
+    normalizer = ChunkNormalizer()
+    normalizer.normalize(
+        ReasoningMessageChunkEvent(message_id="x", delta="a", subagent_run_id="s1")
+    )
+
+    assert ["REASONING_END"] == types(normalizer.normalize(ReasoningEndEvent(message_id="x")))
+    assert normalizer.is_open

@@ -88,8 +88,7 @@ def verifier_view(verifier: Verifier) -> str:
 
 def normalizer_view(normalizer: ChunkNormalizer) -> str:
     lanes = [
-        [owner, str(s.kind), s.id, s.owner, s.owed, s.fields]
-        for owner, s in normalizer._lanes.items()
+        [owner, str(s.kind), s.id, s.owner, s.fields] for owner, s in normalizer._lanes.items()
     ]
     return hostile.canonical([lanes, list(normalizer._by_id.items())])
 

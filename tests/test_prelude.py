@@ -204,9 +204,9 @@ def test_every_family_open_at_once_is_reopened_at_every_cut() -> None:
         "REASONING_START",
         "REASONING_MESSAGE_START",
         "TEXT_MESSAGE_START",
+        "TOOL_CALL_START",  # c1
         "THINKING_START",  # the thinking skeleton: the joiner mints the same ids
         "THINKING_TEXT_MESSAGE_START",
-        "TOOL_CALL_START",  # c1, last of the parent's: its stream in flight
         "TOOL_CALL_CHUNK",  # c2: chunk-opened, so re-opened by a chunk that owes its end
     ]
 
@@ -401,13 +401,14 @@ def test_a_joiner_of_a_paused_run_gets_the_open_subagent_and_reasoning_reopened(
     snapshot = {m["id"]: m for m in opening[1]["messages"]}
     assert snapshot["rm1"]["content"] == "Which sources "
     assert snapshot["m1"]["toolCalls"][0]["function"]["arguments"] == '{"q": "ag'
-    assert all(wire.get("subagentRunId") == "s1" for wire in opening[3:-1])
-    # Logged untagged, the call inherits its message's owner; so does its re-opening.
+    assert all(wire.get("subagentRunId") == "s1" for wire in opening[3:])
+    # Logged untagged, the call inherits its message's owner, which its re-opening names.
     assert opening[-1] == {
         "type": "TOOL_CALL_START",
         "toolCallId": "c1",
         "toolCallName": "search",
         "parentMessageId": "m1",
+        "subagentRunId": "s1",
     }
     whole = _whole(url)
     assert len(frames) < len(whole)

@@ -9,26 +9,44 @@ message or tool call **only the first time**::
     TEXT_MESSAGE_CHUNK               delta="lo"
     TEXT_MESSAGE_CHUNK  messageId=m2 delta="Bye"     <- m1 has just ended
 
-So the open id must be remembered, and the end of a stream is only known from what comes
-after it: the next stream of the same owner, a tool result, ``REASONING_END``, the owner's
-``SUBAGENT_FINISHED``/``SUBAGENT_ERROR``, the end of the run (``RUN_FINISHED``,
-``RUN_ERROR``; also ``RUN_STARTED`` and ``MESSAGES_SNAPSHOT``, which restate the run), an
-owner's ``CUSTOM``/``STEP_*``/``REASONING_START`` (the producer has moved on), or
-:meth:`ChunkNormalizer.finish` when the transport ends.  That bookkeeping is this module.
+So the open id must be remembered, and the end of a chunk stream is only known from what
+comes after it.  That bookkeeping is this module, and it follows the specification's list
+("Closing a chunk stream", ``basic/patterns/streaming``) and nothing else.  A chunk stream
+is closed (its ``*_END`` synthesized, before the event that closed it):
 
-*Per owner.*  Once subagents stream concurrently, "the previous chunk" only means something
-within one producer, so there is one open stream per owner (``subagentRunId``; ``None`` is
-the parent agent).  A chunk that names no id continues the stream of the subagent it is
-attributed to; an untagged one continues the parent's open stream, else the only open
+* when a chunk opens a different item in the same lane;
+* when a message, tool-call, step, state, custom or reasoning event arrives in the item's
+  lane: ``TEXT_MESSAGE_*``, ``TOOL_CALL_*`` (``TOOL_CALL_RESULT`` included), ``STEP_*``,
+  ``STATE_SNAPSHOT``, ``STATE_DELTA``, ``CUSTOM``, ``REASONING_START``/``REASONING_END`` and
+  ``REASONING_MESSAGE_*``;
+* when an explicit event carries the identifier the chunk stream is assembling, in any lane
+  (the two spellings do not mix within one item: the explicit event ends the shorthand,
+  and what it says is judged by the triad rules, so an explicit ``TEXT_MESSAGE_CONTENT``
+  for a chunk-opened message is content for a closed message, ``AGUI-V012``);
+* when a run-level event arrives (``RUN_STARTED``, ``RUN_FINISHED``, ``RUN_ERROR``,
+  ``MESSAGES_SNAPSHOT``), which closes every lane, or the owner's ``SUBAGENT_FINISHED`` /
+  ``SUBAGENT_ERROR``, which closes that subagent's lane;
+* or by :meth:`ChunkNormalizer.finish` when the transport ends.
+
+Exactly five events stand aside and close nothing: ``RAW``, ``ACTIVITY_SNAPSHOT``,
+``ACTIVITY_DELTA``, ``REASONING_ENCRYPTED_VALUE`` and ``SUBAGENT_STARTED`` (which opens a new
+lane rather than touching this one).  A state event between two chunks of one message does
+end it, as the specification lists, so the id-less continuation after it is a first chunk
+without an id (``AGUI-C001``), as in the official client.
+
+*Lanes.*  Once subagents stream concurrently, "the previous chunk" only means something
+within one producer, so there is one chunk stream per lane (``subagentRunId``; ``None`` is
+the parent agent).  An event is in the lane its ``subagentRunId`` names ("An absent
+``subagentRunId`` means the parent agent", the subagents page; the official client reads
+it the same way).  A chunk that names no id continues the stream of the subagent it is
+attributed to; an untagged one continues the parent's chunk stream, else the only chunk
 stream of its kind, and when several could claim it the chunk is rejected rather than
-guessed at, because guessing puts text in the wrong message.
+guessed at (``AGUI-C003``).  A chunk naming an id continues the chunk stream assembling
+it, in whatever lane (its tag must agree, ``AGUI-C004``).
 
-*Explicit events are observed, not changed.*  An explicitly opened message absorbs a
-following id-less chunk, and an explicit end for a chunk-opened stream is not duplicated.
-``STATE_SNAPSHOT``, ``STATE_DELTA``, ``RAW``, activities, encrypted values and
-``SUBAGENT_STARTED`` stand aside: a state delta between two chunks of one message must not
-split it in half (conformance: ``raw-does-not-close-chunk-stream``), while ``CUSTOM`` does
-close its owner's stream (``custom-closes-chunk-stream-fatal``).
+*Explicit events are observed, never changed or absorbed.*  An item opened by a
+``*_START`` is continued and closed explicitly: an id-less chunk never continues it, and a
+chunk naming it opens it again (which the verifier refuses).
 
 *What a synthesized event carries.*  The opener carries the chunk's ``timestamp`` and
 ``metadata`` and the stream's attribution; the content event additionally carries the
@@ -138,53 +156,46 @@ _NOUN: Final = {
 
 class _Stream:
     """
-    A stream in flight; at most one per owner.
+    A chunk stream in flight; at most one per lane.
 
-    ``owed`` says whether this normalizer synthesized the opener and therefore owes the end.
-    ``fields`` holds what the opener established (role/name, toolCallName/parentMessageId)
-    so a repeating continuation can be judged; ``None`` when the stream was opened by an
-    explicit content event and nothing was established.  (A plain class: one is built per
-    stream, and compiled it is a native one, where an attrs class would stay Python.)
+    ``fields`` holds what the opening chunk established (role/name,
+    toolCallName/parentMessageId) so a repeating continuation can be judged.  (A plain
+    class: one is built per stream, and compiled it is a native one, where an attrs class
+    would stay Python.)
     """
 
     kind: _Kind
     id: str
     owner: str | None
-    owed: bool
-    fields: dict[str, str | None] | None
+    fields: dict[str, str | None]
 
     def __init__(
-        self,
-        kind: _Kind,
-        id: str,
-        owner: str | None,
-        owed: bool,
-        fields: dict[str, str | None] | None,
+        self, kind: _Kind, id: str, owner: str | None, fields: dict[str, str | None]
     ) -> None:
         self.kind = kind
         self.id = id
         self.owner = owner
-        self.owed = owed
         self.fields = fields
 
 
 @attrs.frozen
 class StreamInFlight:
     """
-    The stream one owner has in flight: what an id-less chunk of that owner continues,
-    and, when a chunk opened it, the end the normalizer owes (see
+    The chunk stream one lane has in flight: what an id-less chunk of that lane continues,
+    and the end the normalizer owes when the stream closes (see
     :meth:`ChunkNormalizer.streams`).
 
-    ``kind`` is ``"text"``, ``"tool"`` or ``"reasoning"``; ``fields`` what the opener
-    established (``role``/``name``, ``toolCallName``/``parentMessageId``), empty when
-    nothing was.
+    ``kind`` is ``"text"``, ``"tool"`` or ``"reasoning"``; ``fields`` what the opening chunk
+    established (``role``/``name``, ``toolCallName``/``parentMessageId``), empty for a
+    reasoning message.
+
+    .. versionchanged:: 0.4.0  Only chunk-opened streams are in flight (an explicitly
+       opened item is never continued by a chunk), so ``chunked`` is gone.
     """
 
     kind: str
     id: str
     owner: str | None
-    chunked: bool
-    """Opened by a chunk: the normalizer synthesizes its end when the owner moves on."""
     fields: Mapping[str, str | None]
 
 
@@ -239,9 +250,10 @@ class ChunkNormalizer:
     unchanged.  A call that raises leaves the normalizer exactly as it was.
 
     Args:
-        max_open_entities: Most streams tracked at once (one per owner).  A producer that
-            opens streams under ever new ``subagentRunId`` values and never closes them is
-            stopped with ``AGUI-V093`` instead of growing this normalizer without bound.
+        max_open_entities: Most chunk streams in flight at once (one per lane).  A producer
+            that opens streams under ever new ``subagentRunId`` values and never closes
+            them is stopped with ``AGUI-V093`` instead of growing this normalizer without
+            bound.
     """
 
     __slots__ = ("_by_id", "_lanes", "_max_open")
@@ -253,21 +265,19 @@ class ChunkNormalizer:
 
     @property
     def is_open(self) -> bool:
-        """Whether any stream (chunk-opened or explicit) is currently tracked."""
+        """Whether any chunk stream is in flight (an end is owed)."""
         return bool(self._lanes)
 
     def streams(self) -> list[StreamInFlight]:
         """
-        Each owner's stream in flight, in the order they were taken up.
+        Each lane's chunk stream in flight, in the order they were opened.
 
         A consumer that restates a stream (a late joiner's prelude,
         :mod:`aguikit.server.prelude`) reads here which items chunks may continue and
         which ends are owed, instead of re-deriving this normalizer's bookkeeping.
         """
         return [
-            StreamInFlight(
-                str(stream.kind), stream.id, stream.owner, stream.owed, dict(stream.fields or {})
-            )
+            StreamInFlight(str(stream.kind), stream.id, stream.owner, dict(stream.fields))
             for stream in self._lanes.values()
         ]
 
@@ -334,7 +344,7 @@ class ChunkNormalizer:
                     chunk_type,
                     None,
                     id_field=_ID_FIELD[kind],
-                    reason=f"subagent '{tag}' has no {_NOUN[kind]} open to continue.",
+                    reason=f"subagent '{tag}' has no {_NOUN[kind]} chunk stream open to continue.",
                 )
             return tag, stream
         parent = self._lanes.get(None)
@@ -357,7 +367,7 @@ class ChunkNormalizer:
             chunk_type,
             None,
             id_field=_ID_FIELD[kind],
-            reason=f"no {_NOUN[kind]} is open to continue.",
+            reason=f"no {_NOUN[kind]} chunk stream is open to continue.",
         )
 
     @staticmethod
@@ -381,6 +391,7 @@ class ChunkNormalizer:
                 )
 
     def _check_room(self, owner: str | None, event_type: str, entity_id: str) -> None:
+        """Refuse, before anything changes, to open one more lane past the limit."""
         if owner in self._lanes or len(self._lanes) < self._max_open:
             return
         rule = RULES_BY_ID["AGUI-V093"]
@@ -397,7 +408,7 @@ class ChunkNormalizer:
 
     def _open(self, stream: _Stream, out: list[Event]) -> None:
         self._check_room(stream.owner, _CHUNK_TYPE[stream.kind], stream.id)
-        out.extend(self._close_owner(stream.owner))
+        out.extend(self._close_lane(stream.owner))
         self._lanes[stream.owner] = stream
         self._by_id[(stream.kind, stream.id)] = stream.owner
 
@@ -415,11 +426,7 @@ class ChunkNormalizer:
             message_id = chunk.message_id
             established = TextMessageRole.ASSISTANT if chunk.role is None else chunk.role
             stream = _Stream(
-                _Kind.TEXT,
-                message_id,
-                owner,
-                True,
-                {"role": str(established), "name": chunk.name},
+                _Kind.TEXT, message_id, owner, {"role": str(established), "name": chunk.name}
             )
             self._open(stream, out)
             out.append(
@@ -460,7 +467,6 @@ class ChunkNormalizer:
                 _Kind.TOOL,
                 call_id,
                 owner,
-                True,
                 {
                     "toolCallName": chunk.tool_call_name,
                     "parentMessageId": chunk.parent_message_id,
@@ -488,7 +494,7 @@ class ChunkNormalizer:
         else:
             assert chunk.message_id is not None
             message_id = chunk.message_id
-            stream = _Stream(_Kind.REASONING, message_id, owner, True, {})
+            stream = _Stream(_Kind.REASONING, message_id, owner, {})
             self._open(stream, out)
             out.append(
                 ReasoningMessageStartEvent(
@@ -502,111 +508,60 @@ class ChunkNormalizer:
 
     # ---- explicit events ------------------------------------------------------------------
 
-    def _explicit(
+    def _explicit(self, kind: _Kind, entity_id: str, lane: str | None, event: Event) -> list[Event]:
+        """
+        An explicit event naming ``entity_id`` arrives in ``lane`` (its ``subagentRunId``;
+        absent, the parent agent's): a chunk stream assembling that id ends, in whatever
+        lane (the two spellings do not mix within one item: an explicit event for it is not
+        a continuation), and so does the lane's own chunk stream.
+        """
+        out = self._close_id(kind, entity_id)
+        out.extend(self._close_lane(lane))
+        out.append(event)
+        return out
+
+    def _text(
+        self, event: TextMessageStartEvent | TextMessageContentEvent | TextMessageEndEvent
+    ) -> list[Event]:
+        return self._explicit(_Kind.TEXT, event.message_id, event.subagent_run_id, event)
+
+    def _tool(
         self,
-        kind: _Kind,
-        entity_id: str,
-        tag: str | None,
-        event: Event,
-        fields: dict[str, str | None] | None,
+        event: ToolCallStartEvent | ToolCallArgsEvent | ToolCallEndEvent | ToolCallResultEvent,
     ) -> list[Event]:
-        # The owner: the event's tag, else the owner of the stream already open under that
-        # id, else the parent (an untagged continuation of a subagent's stream is legal and
-        # is not the parent's).
-        owner = tag if tag is not None else self._by_id.get((kind, entity_id))
-        current = self._lanes.get(owner)
-        if current is not None and current.kind is kind and current.id == entity_id:
-            # Already tracked (possibly a stream this normalizer opened: the end stays owed).
-            if current.fields is None and fields is not None:
-                current.fields = fields
-            return [event]
-        # The same id tracked under another owner is a contradiction the verifier reports;
-        # keep the bookkeeping consistent and let it.
-        self._check_room(owner, str(event.type), entity_id)
-        self._forget(kind, entity_id)
-        out = self._close_owner(owner)
-        stream = _Stream(kind, entity_id, owner, False, fields)
-        self._lanes[owner] = stream
-        self._by_id[(kind, entity_id)] = owner
-        out.append(event)
-        return out
+        # A result is a message of its own, in its own lane; it carries the call's id, so a
+        # chunk stream still assembling that call ends first (or the result would overtake
+        # the end this normalizer owes).
+        return self._explicit(_Kind.TOOL, event.tool_call_id, event.subagent_run_id, event)
 
-    def _forget(self, kind: _Kind, entity_id: str) -> None:
-        key = (kind, entity_id)
-        if key in self._by_id:
-            self._lanes.pop(self._by_id.pop(key), None)
-
-    def _text_start(self, event: TextMessageStartEvent) -> list[Event]:
-        role = TextMessageRole.ASSISTANT if event.role is None else event.role
-        return self._explicit(
-            _Kind.TEXT,
-            event.message_id,
-            event.subagent_run_id,
-            event,
-            {"role": str(role), "name": event.name},
-        )
-
-    def _text_content(self, event: TextMessageContentEvent) -> list[Event]:
-        return self._explicit(_Kind.TEXT, event.message_id, event.subagent_run_id, event, None)
-
-    def _text_end(self, event: TextMessageEndEvent) -> list[Event]:
-        self._forget(_Kind.TEXT, event.message_id)
-        return [event]
-
-    def _tool_start(self, event: ToolCallStartEvent) -> list[Event]:
-        fields: dict[str, str | None] = {
-            "toolCallName": event.tool_call_name,
-            "parentMessageId": event.parent_message_id,
-        }
-        return self._explicit(_Kind.TOOL, event.tool_call_id, event.subagent_run_id, event, fields)
-
-    def _tool_args(self, event: ToolCallArgsEvent) -> list[Event]:
-        return self._explicit(_Kind.TOOL, event.tool_call_id, event.subagent_run_id, event, None)
-
-    def _tool_end(self, event: ToolCallEndEvent) -> list[Event]:
-        self._forget(_Kind.TOOL, event.tool_call_id)
-        return [event]
-
-    def _tool_result(self, event: ToolCallResultEvent) -> list[Event]:
-        # A result answers a call, so the call is over, and a chunk-streamed call has no end
-        # of its own: without this the result would overtake the end this normalizer owes.
-        # The answering party has also moved on from whatever else it was streaming.
-        out = self._close_id(_Kind.TOOL, event.tool_call_id)
-        out.extend(self._close_owner(event.subagent_run_id))
-        out.append(event)
-        return out
-
-    def _reasoning_start(self, event: ReasoningMessageStartEvent) -> list[Event]:
-        return self._explicit(_Kind.REASONING, event.message_id, event.subagent_run_id, event, {})
-
-    def _reasoning_content(self, event: ReasoningMessageContentEvent) -> list[Event]:
-        return self._explicit(_Kind.REASONING, event.message_id, event.subagent_run_id, event, None)
-
-    def _reasoning_end(self, event: ReasoningMessageEndEvent) -> list[Event]:
-        self._forget(_Kind.REASONING, event.message_id)
-        return [event]
-
-    def _reasoning_block_end(self, event: ReasoningEndEvent) -> list[Event]:
-        # A closing reasoning block implies its message closed, whether it shares the
-        # block's id or is simply the owner's open reasoning stream.
-        out = self._close_id(_Kind.REASONING, event.message_id)
-        current = self._lanes.get(event.subagent_run_id)
-        if current is not None and current.kind is _Kind.REASONING:
-            out.extend(self._close_owner(event.subagent_run_id))
-        out.append(event)
-        return out
-
-    def _owner_moves_on(
-        self, event: CustomEvent | StepStartedEvent | StepFinishedEvent | ReasoningStartEvent
+    def _reasoning(
+        self,
+        event: ReasoningMessageStartEvent | ReasoningMessageContentEvent | ReasoningMessageEndEvent,
     ) -> list[Event]:
-        out = self._close_owner(event.subagent_run_id)
+        return self._explicit(_Kind.REASONING, event.message_id, event.subagent_run_id, event)
+
+    def _in_lane(
+        self,
+        event: StateSnapshotEvent
+        | StateDeltaEvent
+        | CustomEvent
+        | StepStartedEvent
+        | StepFinishedEvent
+        | ReasoningStartEvent
+        | ReasoningEndEvent,
+    ) -> list[Event]:
+        # A state, custom, step or reasoning-span event ends the chunk stream of the lane it
+        # is attributed to (its tag is provenance: who produced it).  A span's id names a
+        # span, never a message, so it ends no stream by id.
+        out = self._close_lane(event.subagent_run_id)
         out.append(event)
         return out
 
     def _subagent_terminal(self, event: SubagentFinishedEvent | SubagentErrorEvent) -> list[Event]:
-        # A stream must not be closed on behalf of an owner that has already ended, or a
-        # consumer grouping by subagent attaches it to a group it marked complete.
-        out = self._close_owner(event.subagent_run_id)
+        # A chunk stream must not outlive its owner, and must not be closed on behalf of an
+        # owner that has already ended, or a consumer grouping by subagent attaches it to a
+        # group it marked complete.
+        out = self._close_lane(event.subagent_run_id)
         out.append(event)
         return out
 
@@ -622,40 +577,33 @@ class ChunkNormalizer:
 
     # ---- bookkeeping ----------------------------------------------------------------------
 
-    def _close_owner(self, owner: str | None) -> list[Event]:
-        stream = self._lanes.pop(owner, None)
+    def _close_lane(self, lane: str | None) -> list[Event]:
+        stream = self._lanes.pop(lane, None)
         if stream is None:
             return []
         del self._by_id[(stream.kind, stream.id)]
-        return _settle(stream)
+        return [_end(stream)]
 
     def _close_id(self, kind: _Kind, entity_id: str) -> list[Event]:
         key = (kind, entity_id)
         if key not in self._by_id:
             return []
-        return self._close_owner(self._by_id[key])
+        return self._close_lane(self._by_id[key])
 
     def _close_all(self) -> list[Event]:
-        out: list[Event] = []
-        for stream in self._lanes.values():
-            out.extend(_settle(stream))
+        out = [_end(stream) for stream in self._lanes.values()]
         self._lanes.clear()
         self._by_id.clear()
         return out
 
 
-def _settle(stream: _Stream) -> list[Event]:
+def _end(stream: _Stream) -> Event:
     """The end this normalizer owes for ``stream``, carrying the stream's attribution."""
-    if not stream.owed:
-        return []
-    end: Event
     if stream.kind is _Kind.TEXT:
-        end = TextMessageEndEvent(message_id=stream.id, subagent_run_id=stream.owner)
-    elif stream.kind is _Kind.TOOL:
-        end = ToolCallEndEvent(tool_call_id=stream.id, subagent_run_id=stream.owner)
-    else:
-        end = ReasoningMessageEndEvent(message_id=stream.id, subagent_run_id=stream.owner)
-    return [end]
+        return TextMessageEndEvent(message_id=stream.id, subagent_run_id=stream.owner)
+    if stream.kind is _Kind.TOOL:
+        return ToolCallEndEvent(tool_call_id=stream.id, subagent_run_id=stream.owner)
+    return ReasoningMessageEndEvent(message_id=stream.id, subagent_run_id=stream.owner)
 
 
 _HANDLERS: Final[dict[type, Callable[[ChunkNormalizer, Any], list[Event]]]] = complete(
@@ -664,34 +612,37 @@ _HANDLERS: Final[dict[type, Callable[[ChunkNormalizer, Any], list[Event]]]] = co
         TextMessageChunkEvent: ChunkNormalizer._text_chunk,
         ToolCallChunkEvent: ChunkNormalizer._tool_chunk,
         ReasoningMessageChunkEvent: ChunkNormalizer._reasoning_chunk,
-        TextMessageStartEvent: ChunkNormalizer._text_start,
-        TextMessageContentEvent: ChunkNormalizer._text_content,
-        TextMessageEndEvent: ChunkNormalizer._text_end,
-        ToolCallStartEvent: ChunkNormalizer._tool_start,
-        ToolCallArgsEvent: ChunkNormalizer._tool_args,
-        ToolCallEndEvent: ChunkNormalizer._tool_end,
-        ToolCallResultEvent: ChunkNormalizer._tool_result,
-        ReasoningMessageStartEvent: ChunkNormalizer._reasoning_start,
-        ReasoningMessageContentEvent: ChunkNormalizer._reasoning_content,
-        ReasoningMessageEndEvent: ChunkNormalizer._reasoning_end,
-        ReasoningEndEvent: ChunkNormalizer._reasoning_block_end,
-        ReasoningStartEvent: ChunkNormalizer._owner_moves_on,
-        CustomEvent: ChunkNormalizer._owner_moves_on,
-        StepStartedEvent: ChunkNormalizer._owner_moves_on,
-        StepFinishedEvent: ChunkNormalizer._owner_moves_on,
+        TextMessageStartEvent: ChunkNormalizer._text,
+        TextMessageContentEvent: ChunkNormalizer._text,
+        TextMessageEndEvent: ChunkNormalizer._text,
+        ToolCallStartEvent: ChunkNormalizer._tool,
+        ToolCallArgsEvent: ChunkNormalizer._tool,
+        ToolCallEndEvent: ChunkNormalizer._tool,
+        ToolCallResultEvent: ChunkNormalizer._tool,
+        ReasoningMessageStartEvent: ChunkNormalizer._reasoning,
+        ReasoningMessageContentEvent: ChunkNormalizer._reasoning,
+        ReasoningMessageEndEvent: ChunkNormalizer._reasoning,
+        # "a message, tool-call, step, state, custom or reasoning event arrives in the
+        # item's lane" closes it (basic/patterns/streaming, "Closing a chunk stream").
+        ReasoningStartEvent: ChunkNormalizer._in_lane,
+        ReasoningEndEvent: ChunkNormalizer._in_lane,
+        CustomEvent: ChunkNormalizer._in_lane,
+        StepStartedEvent: ChunkNormalizer._in_lane,
+        StepFinishedEvent: ChunkNormalizer._in_lane,
+        StateSnapshotEvent: ChunkNormalizer._in_lane,
+        StateDeltaEvent: ChunkNormalizer._in_lane,
         SubagentFinishedEvent: ChunkNormalizer._subagent_terminal,
         SubagentErrorEvent: ChunkNormalizer._subagent_terminal,
         RunStartedEvent: ChunkNormalizer._run_level,
         RunFinishedEvent: ChunkNormalizer._run_level,
         RunErrorEvent: ChunkNormalizer._run_level,
         MessagesSnapshotEvent: ChunkNormalizer._run_level,
-        # Standing aside on purpose: a state delta or a raw event between two chunks of one
-        # message must not split it (corpus raw-does-not-close-chunk-stream).
-        StateSnapshotEvent: ChunkNormalizer._passes,
-        StateDeltaEvent: ChunkNormalizer._passes,
+        # The specification's exceptions, which "stand aside from assembly and close
+        # nothing" (SUBAGENT_STARTED opens a new lane rather than touching this one), and
+        # nothing else: a new event stands aside only where its specification says so.
+        RawEvent: ChunkNormalizer._passes,
         ActivitySnapshotEvent: ChunkNormalizer._passes,
         ActivityDeltaEvent: ChunkNormalizer._passes,
-        RawEvent: ChunkNormalizer._passes,
         ReasoningEncryptedValueEvent: ChunkNormalizer._passes,
         SubagentStartedEvent: ChunkNormalizer._passes,
         # Deprecated events are the receiver's to translate; untranslated, they touch no

@@ -21,8 +21,8 @@ In order (``docs/resume.md`` is the contract, for an implementer in another lang
    once by its ``SUBAGENT_FINISHED`` or ``SUBAGENT_ERROR`` when it has already closed (a
    closed parent must be known for a later child to start under it, and a closed id must
    not start again);
-4. a start event per item still open that is not its owner's stream in flight, containers
-   first: ``STEP_STARTED``, ``REASONING_START``, ``REASONING_MESSAGE_START``,
+4. a start event per item still open that no chunk opened, containers first:
+   ``STEP_STARTED``, ``REASONING_START``, ``REASONING_MESSAGE_START``,
    ``TEXT_MESSAGE_START``, ``TOOL_CALL_START`` (with its ``parentMessageId``), each
    carrying the ``subagentRunId`` of its owner.  A start for an id the snapshot already
    holds appends to that message or call (the applier's rule and the official client's),
@@ -30,10 +30,11 @@ In order (``docs/resume.md`` is the contract, for an implementer in another lang
 5. the skeleton of the run's deprecated ``THINKING_*`` events (all but the content, no
    fields), because a thinking message has no id on the wire: a receiver mints one per
    start, and only the same sequence of starts makes a joiner mint the same ids;
-6. last, each owner's stream in flight (what an id-less chunk continues,
-   :meth:`aguikit.chunks.ChunkNormalizer.streams`): by its start event with what its
-   opener established, or, when a chunk opened it, by a chunk naming it, so the end the
-   normalizer synthesizes when the owner moves on is still owed.
+6. last, each lane's chunk stream in flight (what an id-less chunk continues,
+   :meth:`aguikit.chunks.ChunkNormalizer.streams`), by a chunk naming it with what its
+   opening chunk established, so the end the normalizer synthesizes when the stream
+   closes is still owed.  Last, because the snapshots and starts before it would close
+   it (the streaming page's "Closing a chunk stream").
 
 Then the caller follows the log after the last event the prelude stands for.  A run that
 has ended is restated up to its end, and its logged end (interrupts included) is what the
@@ -41,19 +42,12 @@ joiner follows.
 
 The prelude checks itself before it is sent: it is folded and verified as a joiner would,
 and must reach the same messages, state, subagents, open items (with the same owners) and
-streams in flight as the log.  When it does not, or cannot be built, the answer is
+chunk streams in flight as the log.  When it does not, or cannot be built, the answer is
 ``None`` and the caller sends the log from event 1, which a client cannot tell apart in
 the result: nothing logged, a log that no longer starts at the run's start, a log no
 verifier accepts, an open item a ``MESSAGES_SNAPSHOT`` dropped from the conversation, or an
 attribution a snapshot cannot restate (a reasoning span claimed by a subagent whose
 message was opened untagged).
-
-What a joiner may hold beyond the log's reader: the last item it re-opened for an owner
-is that owner's stream in flight, also when the log had moved on from it (a step or a
-custom event since).  Only an id-less chunk can tell: it is resolved against the joiner's
-streams in flight, which then include that item (so it may be continued where the log's
-reader refused the chunk, and an untagged chunk may be taken to it, or found ambiguous,
-where the log's reader took it to the only other stream of its kind in flight).
 """
 
 from __future__ import annotations
@@ -75,6 +69,7 @@ from .._generated.models import (
     SubagentFinishedEvent,
     SubagentFinishedSuspendedOutcome,
     SubagentStartedEvent,
+    TextMessageRole,
     TextMessageStartEvent,
     ToolCallStartEvent,
 )
@@ -179,8 +174,7 @@ def build_prelude(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]] |
 
     A joiner that folds the prelude and then the events logged after ``events`` ends
     with the same messages, state and subagents as one that folded the whole log, and
-    its verifier judges what follows as the log's reader's does (id-less chunks aside:
-    see the module docstring).
+    judges what follows as the log's reader does.
     """
     wires = list(events)
     if not wires or wires[0].get("type") != "RUN_STARTED":
@@ -236,18 +230,16 @@ def build_prelude(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]] |
         return None
     if joiner.outcome() != original.outcome():
         return None
-    # Every stream in flight is in flight for the joiner too, chunk-opened ones owing their
-    # end, with what their opener established (a stream a content event took up again
-    # established nothing; the joiner's knows the role).  The joiner may hold more: an
-    # owner whose items are open but who had moved on.
-    streams = {
-        (s.kind, s.id, s.owner, s.chunked): s.fields for s in joiner.session.normalizer.streams()
-    }
-    for lane in lanes.values():
-        fields = streams.get((lane.kind, lane.id, lane.owner, lane.chunked))
-        if fields is None or (lane.fields and fields != lane.fields):
-            return None
+    # Exactly the log's chunk streams are in flight for the joiner, each owing its end, with
+    # what its opening chunk established.
+    if _in_flight(joiner.session.normalizer.streams()) != _in_flight(lanes.values()):
+        return None
     return result
+
+
+def _in_flight(streams: Iterable[StreamInFlight]) -> dict[tuple[str, str, Any], Any]:
+    """Chunk streams in flight by kind, id and lane, whatever order they were opened in."""
+    return {(s.kind, s.id, s.owner): dict(s.fields) for s in streams}
 
 
 def _restate(subagent: Subagent) -> list[Event]:
@@ -286,15 +278,11 @@ def _reopen(
     family: Family, entity: Any, owner: Any, session: Session, lane: StreamInFlight | None
 ) -> dict[str, Any] | None:
     """
-    The event re-opening one open item (``None`` when none can): its start event, with
-    what the opener established when the item is its owner's stream in flight, or a chunk
-    when a chunk opened it.
+    The event re-opening one open item (``None`` when none can): its start event, or, when
+    a chunk opened it, a chunk naming it with what the opening chunk established.
     """
-    if lane is not None and lane.chunked:
-        return _chunk(lane)
-    fields: Mapping[str, Any] = {} if lane is None else lane.fields
     if lane is not None:
-        owner = lane.owner  # the owner the normalizer files it under (a tag, not inherited)
+        return _chunk(lane)
     event: Event
     if family is Family.STEP:
         event = StepStartedEvent(step_name=entity, subagent_run_id=owner)
@@ -315,7 +303,7 @@ def _reopen(
         event = ToolCallStartEvent(
             tool_call_id=entity,
             tool_call_name=found[1],
-            parent_message_id=fields.get("parentMessageId", found[0]),
+            parent_message_id=found[0],
             subagent_run_id=owner,
         )
     else:
@@ -324,10 +312,7 @@ def _reopen(
             event = ReasoningMessageStartEvent(message_id=entity, subagent_run_id=owner)
         elif family is Family.TEXT_MESSAGE and message is not None and message.role in _TEXT_ROLES:
             event = TextMessageStartEvent(
-                message_id=entity,
-                role=fields.get("role", message.role),
-                name=fields.get("name"),
-                subagent_run_id=owner,
+                message_id=entity, role=TextMessageRole(message.role), subagent_run_id=owner
             )
         else:
             return None
