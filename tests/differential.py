@@ -14,8 +14,8 @@ tag only where :class:`Lanes` (the specification's "Closing a chunk stream", mod
 from its text alone) says the item is still open and the shorthand resolves to it; after a
 closing event the next chunk names its id again, which re-opens the item.  Continuations
 carry a delta, only metadata, or only a ``rawEvent``; runs end in ``RUN_FINISHED``,
-``RUN_ERROR`` at any point, or ``RUN_FINISHED`` followed by a late ``RUN_ERROR``.  Three
-streams in five then get one near-valid mutation (:data:`MUTATIONS`): the id a
+``RUN_ERROR`` at any point, or ``RUN_FINISHED`` followed by a late ``RUN_ERROR``.  Seven
+streams in ten then get one near-valid mutation (:data:`MUTATIONS`): the id a
 continuation needs after a closing event left out, explicit and chunk spellings mixed in
 one item, a conflicting repeat, a wrong or missing tag, an event dropped, duplicated,
 swapped or moved after the run's end, a truncated stream, a malformed value.
@@ -681,7 +681,7 @@ def stream(seed: int, index: int) -> Case:
     rng = random.Random(f"{seed}:{index}")
     events, inside = valid_stream(rng)
     case = Case(index, events, inside=inside)
-    if rng.random() < 0.6:
+    if rng.random() < 0.7:
         names = list(MUTATIONS)
         weights = [_WEIGHTS[name] for name in names]
         for _ in range(8):
