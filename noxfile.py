@@ -237,8 +237,11 @@ def bench(session: nox.Session) -> None:
 @nox.session(default=False)
 def fuzz(session: nox.Session) -> None:
     """Long hostile-input run over every entry point: 100,000 seeded inputs per fuzz test
-    (AGUIKIT_FUZZ_INPUTS) and the ``fuzz`` hypothesis profile; takes tens of minutes."""
+    (AGUIKIT_FUZZ_INPUTS), 100,000 streams judged against the official client
+    (AGUIKIT_DIFF_STREAMS, tests/test_differential.py) and the ``fuzz`` hypothesis profile;
+    takes tens of minutes."""
     session.install("-e", ".[test]")
+    install_node_packages(session)
     session.run(
         "pytest",
         "-m",
@@ -246,5 +249,9 @@ def fuzz(session: nox.Session) -> None:
         "-p",
         "no:cacheprovider",
         *session.posargs,
-        env={"HYPOTHESIS_PROFILE": "fuzz", "AGUIKIT_FUZZ_INPUTS": "100000"},
+        env={
+            "HYPOTHESIS_PROFILE": "fuzz",
+            "AGUIKIT_FUZZ_INPUTS": "100000",
+            "AGUIKIT_DIFF_STREAMS": "100000",
+        },
     )

@@ -243,6 +243,35 @@ def test_a_hand_sent_terminal_event_ends_the_run_and_anything_later_raises_at_it
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_a_late_run_error_after_run_finished_is_sent_once_as_the_specification_allows(
+    mode: str,
+) -> None:
+    """events/lifecycle: "A producer MAY emit RUN_ERROR after RUN_FINISHED, reporting a
+    failure that surfaced after the run reported success"; after it, nothing (AGUI-V004).
+    The official client accepts the stream (tests/test_differential.py)."""
+    raised: list[ProtocolError] = []
+    late = [{"type": "RUN_ERROR", "message": "again"}, {"type": "CUSTOM", "name": "x", "value": 1}]
+
+    async def body(run: RunWriter) -> None:
+        await run.emit({"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"})
+        await run.emit({"type": "RUN_ERROR", "message": "flush failed", "code": "FLUSH"})
+        for event in late:
+            try:
+                await run.emit(event)
+            except ProtocolError as error:
+                raised.append(error)
+
+    run = produce(body, mode=mode)
+
+    assert ["RUN_STARTED", "RUN_FINISHED", "RUN_ERROR"] == types(run)
+    assert ["AGUI-V004", "AGUI-V004"] == [error.rule for error in raised]
+    assert "the run already ended at event 2 (RUN_ERROR)" in str(raised[0])
+    assert [] == run.warnings
+    session = consumed(run)
+    assert "error" == session.runs[-1].status
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_a_hand_sent_run_started_raises_saying_the_writer_sends_it(mode: str) -> None:
     """In every mode, at the call; the run then ends as that mode ends a refused event."""
     raised: list[ProtocolError] = []

@@ -43,7 +43,9 @@ handler that sends its own first, as code written for the official SDK does, has
 the start, and a second raises), and the first ``RUN_FINISHED`` or ``RUN_ERROR`` sent,
 the writer's or the handler's, ends the run: the writer adds no terminal event of its
 own after it, and any later event raises at its call (``AGUI-V003``/``AGUI-V004``, "the
-run already ended at event N").
+run already ended at event N"), except a late ``RUN_ERROR`` after ``RUN_FINISHED``, which the
+specification lets a producer send once for a failure that surfaced after the run reported
+success.
 
 An exception that ends a run reaches the client as a ``RUN_ERROR`` with a generic
 message and a stable code (the broken rule's id for aguikit's own errors, else
@@ -394,7 +396,9 @@ class _Stream:
 
     def _lifecycle(self, item: Any) -> None:
         """Refuse, in every mode, what no mode may send: anything after the run's terminal
-        event, and a second ``RUN_STARTED``."""
+        event but a late ``RUN_ERROR`` after ``RUN_FINISHED`` ("A producer MAY emit
+        RUN_ERROR after RUN_FINISHED, reporting a failure that surfaced after the run
+        reported success", events/lifecycle), and a second ``RUN_STARTED``."""
         if self.ended_at is None:
             if not self.started:  # the first RUN_STARTED starts it, the writer's or not
                 return
@@ -411,12 +415,15 @@ class _Stream:
                 event_type=kind,
             )
         kind = _event_type(item)
+        if kind == "RUN_ERROR" and self.ended_by == "RUN_FINISHED":
+            return  # a late failure; the verifier admits it once, and it ends the run again
         rule = _TERMINAL[self.ended_by]
+        admitted = " but a late RUN_ERROR" if self.ended_by == "RUN_FINISHED" else ""
         raise ProtocolError(
             rule,
             RULES_BY_ID[rule].symbol,
             f"{kind} emitted after the run already ended at event {self.ended_at} "
-            f"({self.ended_by}); nothing can follow a run's terminal event",
+            f"({self.ended_by}); nothing{admitted} can follow it",
             event_index=self.count,
             event_type=kind,
         )
@@ -666,8 +673,9 @@ class EventWriter:
                 audit mode sends it instead).
             ProtocolError: it breaks an ordering rule (strict mode, or a violation repair
                 mode cannot close its way out of); in every mode, an event after the run's
-                terminal event (``AGUI-V003``/``AGUI-V004``, "the run already ended at
-                event N") and a ``RUN_STARTED`` after the run started (``AGUI-V002``).
+                terminal event but one late ``RUN_ERROR`` after ``RUN_FINISHED``
+                (``AGUI-V003``/``AGUI-V004``, "the run already ended at event N") and a
+                ``RUN_STARTED`` after the run started (``AGUI-V002``).
             PatchError: a ``STATE_DELTA`` that does not apply to the state the client
                 holds (not in audit mode).
             WireFormatError: audit mode, a dict no JSON can carry (``NaN``, a lone
