@@ -243,3 +243,40 @@ def test_a_joiner_that_leaves_does_not_cancel_the_run(resumable: tuple[str, Endl
         ended.set()
     cancel = httpx.post(url, json=body, headers={"X-AGUI-Cancel": "1"})
     assert 204 == cancel.status_code and endless.cancelled.wait(5)
+
+
+@pytest.mark.parametrize("when", ["streaming", "before the answer"])
+def test_no_cancel_request_reaches_a_server_that_did_not_declare_resumption(when: str) -> None:
+    """To a server that did not say ``X-AGUI-Resume`` (or has not answered yet) the run's
+    body sent again would be a second run: stopping sends nothing more, and the hang-up
+    alone stops the handler."""
+    endless = Endless()
+    requests: list[dict[str, str]] = []
+    inner = create_app(endless, path="/agent")
+    late = when == "before the answer"
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            requests.append({k.decode(): v.decode() for k, v in scope["headers"]})
+            if late:
+                await asyncio.sleep(1.0)  # no answer yet when the client stops
+        await inner(scope, receive, send)
+
+    async def stop(url: str) -> None:
+        async def consume() -> None:
+            async for _ in AgentClient(url).run(_body("r-bound")):
+                pass
+
+        task = asyncio.create_task(consume())
+        while not requests or not (late or (endless.runs and endless.count > 4)):
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    with serve_asgi(recording) as base:
+        asyncio.run(stop(base + "/agent"))
+        if not late:
+            assert endless.cancelled.wait(5)
+        time.sleep(1.5)
+    assert 1 == len(requests) and "x-agui-cancel" not in requests[0]

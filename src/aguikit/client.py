@@ -471,9 +471,9 @@ class AgentClient:
         0`` and ``X-AGUI-Join: prelude``).
 
         Stopped by its caller (closed, or its task cancelled) before the run ended, on an
-        answer that was resumable or had not begun, it sends the cancel request (the same
-        body with ``X-AGUI-Cancel: 1``, at most 5 s, a failure logged, never raised), since
-        such a run outlives its connection; a join stops nothing but its own reading.
+        answer that declared ``X-AGUI-Resume``, it sends the cancel request (the same body
+        with ``X-AGUI-Cancel: 1``, at most 5 s, a failure logged, never raised), since such
+        a run outlives its connection; a join stops nothing but its own reading.
 
         Raises:
             HTTPStatusError, ContentTypeError, TransportError, DecodeError: As :meth:`run`.
@@ -655,15 +655,15 @@ class _Resume:
     @property
     def cancels(self) -> bool:
         """Whether stopping now sends a cancel request: the run is not over, this client
-        started it (a joiner leaving stops nothing), and the answer is resumable, or it
-        has not begun, so it may be (an answer in protobuf never is)."""
-        started = bool(self.declared) or self.numbered
+        started it (a joiner leaving stops nothing), and the answer declared
+        ``X-AGUI-Resume``.  Only that declaration says the server knows the request: to
+        any other server (numbered frames alone, or no answer yet) the run's body sent
+        again would start the run a second time."""
         return (
             not self.finished
             and not self.join
-            and self.requests > 0
             and not self.binary_answer
-            and (self.resumable or not started)
+            and _declares_resume(self.declared)
         )
 
     def cancel_request(self, transport: Any) -> dict[str, Any]:
