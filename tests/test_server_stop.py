@@ -98,12 +98,14 @@ class _Bearer:
 
 
 @contextlib.contextmanager
-def _started(url: str, body: dict[str, Any], user: str) -> Iterator[httpx.Response]:
-    """A run started by ``user`` and read up to its first bytes, its connection open."""
+def _started(url: str, body: dict[str, Any], user: str) -> Iterator[Iterator[bytes]]:
+    """A run started by ``user`` and read up to its first bytes, its connection open:
+    the rest of its body."""
     with httpx.stream("POST", url, json=body, headers=_as(user), timeout=30) as response:
         assert 200 == response.status_code
-        next(response.iter_bytes())
-        yield response
+        chunks = response.iter_bytes()
+        next(chunks)
+        yield chunks
 
 
 def _as(user: str, cancel: bool = False) -> dict[str, str]:
@@ -113,12 +115,13 @@ def _as(user: str, cancel: bool = False) -> dict[str, str]:
 def test_only_a_request_that_could_have_started_the_run_cancels_it() -> None:
     """Another principal, another thread, an unknown run id: the same ``404``, the run
     untouched; the hook's refusal is its ``403``; the owner's cancel is ``204`` and the
-    handler is cancelled before the answer; a second cancel finds nothing."""
+    handler is cancelled before the answer, and the starting connection's stream ends
+    after the last event logged, with no terminal event; a second cancel finds nothing."""
     endless = Endless()
     bearer = _Bearer()
     app = create_app(endless, path="/agent", event_log=MemoryEventLog(), authorize=bearer)
     body = _body("r-owned")
-    with serve_asgi(app) as base, _started(base + "/agent", body, "alice"):
+    with serve_asgi(app) as base, _started(base + "/agent", body, "alice") as rest:
         url = base + "/agent"
         foreign = httpx.post(url, json=body, headers=_as("bob", cancel=True))
         elsewhere = httpx.post(url, json=_body("r-owned", "t-other"), headers=_as("alice", True))
@@ -128,7 +131,11 @@ def test_only_a_request_that_could_have_started_the_run_cancels_it() -> None:
         owned = httpx.post(url, json=body, headers=_as("alice", cancel=True))
         assert endless.cancelled.is_set()  # before the answer
         again = httpx.post(url, json=body, headers=_as("alice", cancel=True))
+        tail = b"".join(rest)  # ends: the run's log ended where the handler stopped
 
+    last = tail.rstrip().rsplit(b"\n\n", 1)[-1]
+    assert b'"type":"TEXT_MESSAGE_CONTENT"' in last
+    assert b"RUN_FINISHED" not in tail and b"RUN_ERROR" not in tail
     assert [404, 404, 404, 403, 204, 404] == [
         r.status_code for r in (foreign, elsewhere, unknown, refused, owned, again)
     ]
