@@ -12,16 +12,24 @@ The producer side under load, and its per-event cost next to the official SDK's 
    client processes read them all and check that every stream completed with every event
    in order.  Reported: events/s over the whole load, p50/p99 time to first event, and the
    server's peak RSS growth per concurrent stream (``VmHWM`` minus the idle ``VmRSS``).
-   The endpoint is the default one, which logs every run in memory (numbered frames, kept
-   ``ttl`` after the run, so the peak includes every run's log); ``--log none`` measures
-   the connection-bound endpoint (``event_log=None``) instead.
+   The endpoint is the default one, each run bound to its connection; ``--log memory``
+   measures a resumable one (``event_log=MemoryEventLog()``: numbered frames, kept
+   ``ttl`` after the run, so the peak includes every run's log), and ``--log sdk`` the
+   official SDK's path (a Starlette ``StreamingResponse`` of ``EventEncoder`` output).
+3. *Side by side* (after 2., or alone with ``--side-by-side``): the load of 2. with
+   ``--side-streams`` streams, once for each server in one run
+   (the SDK's path, the default endpoint, the resumable one), ``--rounds`` times in turn;
+   reported: the server process's CPU time (user + system) per event delivered, the
+   best round of each, and each endpoint's ratio to the SDK's path.  Issue 10's target,
+   held for the default endpoint in the pure build: at most 2x.
 
 It prints numbers and asserts nothing but completeness: timings depend on the machine.
 
 Usage::
 
-    python bench/bench_server.py [--streams 500] [--events 1000] [--clients 4] [--log none]
+    python bench/bench_server.py [--streams 500] [--events 1000] [--clients 4] [--log memory]
     python bench/bench_server.py --overhead-only
+    python bench/bench_server.py --side-by-side [--side-streams 100] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from aguikit.models import RunAgentInput
-from aguikit.server import RunWriter, create_app
+from aguikit.server import MemoryEventLog, RunWriter, create_app
 from aguikit.transport.sse import encode_bytes
 from aguikit.wire import parse_event
 
@@ -62,11 +70,46 @@ async def numbered(run_input: RunAgentInput, run: RunWriter) -> None:
             await message.write(f"{n} ")
 
 
-app = create_app(
-    numbered,
-    path="/agent",
-    queue_size=int(os.environ.get("AGUIKIT_BENCH_QUEUE", "64")),
-    **({"event_log": None} if os.environ.get("AGUIKIT_BENCH_LOG") == "none" else {}),
+def sdk_app() -> Any:
+    """The official SDK's serving path for the same run: the request parsed into its
+    ``RunAgentInput``, each event an ``ag_ui.core`` model encoded by ``EventEncoder``, the
+    frames streamed by Starlette's ``StreamingResponse`` (what its FastAPI example does)."""
+    from ag_ui import core
+    from ag_ui.encoder import EventEncoder
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    async def endpoint(request: Request) -> StreamingResponse:
+        run_input = core.RunAgentInput.model_validate(await request.json())
+        encoder = EventEncoder(accept=request.headers.get("accept"))
+        total = int((run_input.forwarded_props or {}).get("events", EVENTS_PER_STREAM_DEFAULT))
+        ids = {"thread_id": run_input.thread_id, "run_id": run_input.run_id}
+
+        async def frames() -> Any:
+            yield encoder.encode(core.RunStartedEvent(**ids))
+            yield encoder.encode(core.TextMessageStartEvent(message_id="m", role="assistant"))
+            for n in range(total - 4):
+                yield encoder.encode(core.TextMessageContentEvent(message_id="m", delta=f"{n} "))
+            yield encoder.encode(core.TextMessageEndEvent(message_id="m"))
+            yield encoder.encode(core.RunFinishedEvent(**ids))
+
+        return StreamingResponse(frames(), media_type=encoder.get_content_type())
+
+    return Starlette(routes=[Route("/agent", endpoint, methods=["POST"])])
+
+
+_LOG = os.environ.get("AGUIKIT_BENCH_LOG", "none")
+app = (
+    sdk_app()
+    if _LOG == "sdk"
+    else create_app(
+        numbered,
+        path="/agent",
+        queue_size=int(os.environ.get("AGUIKIT_BENCH_QUEUE", "64")),
+        event_log=MemoryEventLog() if _LOG == "memory" else None,
+    )
 )
 
 
@@ -204,6 +247,12 @@ def _free_port() -> int:
         return port
 
 
+def _cpu(pid: int) -> float:
+    """The process's CPU seconds so far, user plus system (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _status(pid: int, key: str) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(key + ":"):
@@ -281,7 +330,9 @@ def _client_process(args: tuple[int, list[int], int]) -> list[dict[str, Any]]:
     return asyncio.run(main())
 
 
-def load(streams: int, events: int, clients: int) -> None:
+def load(streams: int, events: int, clients: int, *, quiet: bool = False) -> float:
+    """Run the load against a fresh server; print what it measured (unless ``quiet``)
+    and return the server's CPU seconds per event delivered."""
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *sys.path])}
     server = subprocess.Popen(
@@ -314,6 +365,7 @@ def load(streams: int, events: int, clients: int) -> None:
                     raise RuntimeError("the server did not start") from None
                 time.sleep(0.1)
         idle = _status(server.pid, "VmRSS")
+        cpu_before = _cpu(server.pid)
         shares = [list(range(i, streams, clients)) for i in range(clients)]
         with multiprocessing.get_context("spawn").Pool(clients) as pool:
             results = [
@@ -324,6 +376,7 @@ def load(streams: int, events: int, clients: int) -> None:
         # From the first request sent to the last stream read (client start-up excluded).
         elapsed = max(r["ended_at"] for r in results) - min(r["started_at"] for r in results)
         peak = _status(server.pid, "VmHWM")
+        cpu = _cpu(server.pid) - cpu_before
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -333,7 +386,11 @@ def load(streams: int, events: int, clients: int) -> None:
     ttfe = sorted(r["ttfe"] for r in results)
     total = sum(r["count"] for r in results)
     queue = os.environ.get("AGUIKIT_BENCH_QUEUE", "64")
-    log = os.environ.get("AGUIKIT_BENCH_LOG", "memory")
+    log = os.environ.get("AGUIKIT_BENCH_LOG", "none")
+    if len(ordered) != streams:
+        raise SystemExit("some streams were incomplete or reordered")
+    if quiet:
+        return cpu / total
     print(
         f"Load: {streams} concurrent streams x {events} events, one uvicorn worker, loopback "
         f"(queue_size={queue}, event log: {log})"
@@ -350,8 +407,35 @@ def load(streams: int, events: int, clients: int) -> None:
         f"  server RSS                 idle {idle / 2**20:.1f} MiB, peak {peak / 2**20:.1f} MiB, "
         f"{(peak - idle) / streams / 1024:.1f} KiB per concurrent stream"
     )
-    if len(ordered) != streams:
-        raise SystemExit("some streams were incomplete or reordered")
+    print(f"  server CPU                 {cpu:.2f} s, {cpu / total * 1e6:.2f} µs per event")
+    return cpu / total
+
+
+SERVERS = {
+    "sdk": "the SDK's path (StreamingResponse of EventEncoder output)",
+    "none": "aguikit, the default endpoint (connection-bound)",
+    "memory": "aguikit, resumable (event_log=MemoryEventLog())",
+}
+
+
+def side_by_side(streams: int, events: int, clients: int, rounds: int) -> None:
+    """The load against each server of :data:`SERVERS` in turn, ``rounds`` times; the
+    best round's server CPU per event of each, and its ratio to the SDK's path."""
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        for name in SERVERS:
+            os.environ["AGUIKIT_BENCH_LOG"] = name
+            per_event = load(streams, events, clients, quiet=True)
+            best[name] = min(best.get(name, per_event), per_event)
+    print(
+        f"Side by side: {streams} concurrent streams x {events} events, one uvicorn worker, "
+        f"server CPU per event delivered, best of {rounds} rounds"
+    )
+    for name, what in SERVERS.items():
+        ratio = best[name] / best["sdk"]
+        print(f"  {what:<58} {best[name] * 1e6:6.2f} µs  {ratio:.2f}x")
+    ratio = best["none"] / best["sdk"]
+    print(f"  target: the default endpoint <= 2x the SDK's path: {ratio:.2f}x")
 
 
 def main() -> None:
@@ -367,20 +451,29 @@ def main() -> None:
     parser.add_argument("--queue-size", type=int, default=64, help="agui_endpoint queue_size")
     parser.add_argument(
         "--log",
-        choices=["memory", "none"],
-        default="memory",
-        help="the endpoint's event log: its default in-memory one, or none (connection-bound)",
+        choices=list(SERVERS),
+        default="none",
+        help="the server: none (the default endpoint, connection-bound), memory (resumable), "
+        "sdk (the official SDK's path)",
     )
+    parser.add_argument("--side-by-side", action="store_true", help="3. alone")
+    parser.add_argument("--side-streams", type=int, default=100, help="side-by-side streams")
+    parser.add_argument("--rounds", type=int, default=3, help="side-by-side rounds")
     parser.add_argument("--overhead-events", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--overhead-only", action="store_true")
     options = parser.parse_args()
-    overhead(options.overhead_events, options.repeats)
-    if not options.overhead_only:
+    os.environ["AGUIKIT_BENCH_QUEUE"] = str(options.queue_size)
+    if not options.side_by_side:
+        overhead(options.overhead_events, options.repeats)
+    if not (options.overhead_only or options.side_by_side):
         print()
-        os.environ["AGUIKIT_BENCH_QUEUE"] = str(options.queue_size)
         os.environ["AGUIKIT_BENCH_LOG"] = options.log
         load(options.streams, options.events, options.clients)
+    if not options.overhead_only:
+        print()
+        side = options.side_streams
+        side_by_side(side, options.events, options.clients, options.rounds)
 
 
 if __name__ == "__main__":

@@ -29,8 +29,9 @@ CAPABILITIES = {
         "description": "Checks the weather and keeps a todo list of what to bring.",
         "version": "1.0.0",
     },
-    # create_app logs every run by default, so a dropped SSE client resumes (docs/resume.md).
-    "transport": {"streaming": True, "httpBinary": True, "resumable": True},
+    # create_app adds "resumable": false (each run ends with its connection, the standard
+    # binding); with event_log=MemoryEventLog() it would say true (docs/resume.md).
+    "transport": {"streaming": True, "httpBinary": True},
     "tools": {
         "supported": True,
         "items": [

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,9 @@ class Endless:
         self.runs: list[RunWriter] = []
         self.cancelled = threading.Event()
         self.count_at_cancel = -1
+        self.cancelled_at = 0.0
+        """When the handler saw its cancellation (``time.time()``: comparable with
+        another process's clock on the same machine, such as Node's ``Date.now()``)."""
 
     async def __call__(self, run_input: RunAgentInput, run: RunWriter) -> None:
         self.runs.append(run)
@@ -82,6 +86,7 @@ class Endless:
                     await message.write("token ")
                     await asyncio.sleep(0.005)
         except asyncio.CancelledError:
+            self.cancelled_at = time.time()
             self.count_at_cancel = run._stream.count
             self.cancelled.set()
             _mark(run_input.run_id, "cancelled")

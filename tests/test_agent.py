@@ -25,7 +25,7 @@ from aguikit import Agent, Session, compact_events
 from aguikit.agent import build_resume, filter_tool_calls, log_events, parse_partial_json
 from aguikit.errors import ProtocolError, SchemaValidationError, WireFormatError
 from aguikit.models import AgentCapabilities, ExecutionCapabilities, Interrupt
-from aguikit.server import RunWriter, capabilities_endpoint, create_app
+from aguikit.server import MemoryEventLog, RunWriter, capabilities_endpoint, create_app
 from aguikit.wire import to_wire
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "weather_todo_server.py"
@@ -432,7 +432,10 @@ def test_the_example_servers_declare_their_capabilities_over_uvicorn() -> None:
     declare, typed; a server declaring nothing answers ``None``."""
     fastapi = _load(EXAMPLE.parent / "fastapi_server.py")
     bare = create_app(_pausing, path="/agent")
-    for app, declared in [(APP, WEATHER.CAPABILITIES), (fastapi.app, fastapi.CAPABILITIES)]:
+    # create_app declares what its endpoint does: no event log, so not resumable.
+    weather = {**WEATHER.CAPABILITIES, "transport": {**WEATHER.CAPABILITIES["transport"]}}
+    weather["transport"]["resumable"] = False
+    for app, declared in [(APP, weather), (fastapi.app, fastapi.CAPABILITIES)]:
         with serve_asgi(app) as base:
             found = asyncio.run(Agent(base + "/agent").capabilities())
         assert isinstance(found, AgentCapabilities)
@@ -457,12 +460,27 @@ def test_a_bad_capabilities_declaration_fails_when_the_app_is_built() -> None:
 
 
 def test_create_app_serves_capabilities_next_to_the_run_route() -> None:
-    """``GET {path}/capabilities`` (the root path too); POST stays the run route."""
+    """``GET {path}/capabilities`` (the root path too); POST stays the run route; and
+    ``transport.resumable`` says whether the endpoint logs its runs."""
     declared = {"identity": {"name": "root"}, "transport": {"streaming": True}}
     root = create_app(_pausing, capabilities=declared)
     found = asyncio.run(Agent("http://agent.test/", app=root).capabilities())
-    assert found is not None and to_wire(found) == declared
+    bound = {**declared, "transport": {"streaming": True, "resumable": False}}
+    assert found is not None and to_wire(found) == bound
     assert Agent("http://agent.test/", app=root).run_sync().interrupts
+    logged = create_app(_pausing, capabilities={}, event_log=MemoryEventLog())
+    found = asyncio.run(Agent("http://agent.test/", app=logged).capabilities())
+    assert found is not None and {"transport": {"resumable": True}} == to_wire(found)
+
+
+@pytest.mark.parametrize("log", [None, MemoryEventLog()])
+def test_a_resumable_declaration_that_does_not_hold_fails_when_the_app_is_built(
+    log: MemoryEventLog | None,
+) -> None:
+    """``transport.resumable`` contradicting the endpoint's ``event_log`` is refused."""
+    wrong = {"transport": {"resumable": log is None}}
+    with pytest.raises(ValueError, match=r"transport\.resumable"):
+        create_app(_pausing, capabilities=wrong, event_log=log)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

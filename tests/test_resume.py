@@ -396,14 +396,14 @@ async def _race(urls: list[str], run_id: str, count: int) -> list[int]:
 
 
 def test_racing_requests_for_one_new_run_id_start_it_once_in_memory() -> None:
-    """One uvicorn, the default log: of 24 simultaneous starts, one 200, the rest 409."""
+    """One uvicorn, a memory log: of 24 simultaneous starts, one 200, the rest 409."""
     started: list[str] = []
 
     async def once(run_input: RunAgentInput, run: RunWriter) -> None:
         started.append(run_input.run_id)
         await run.say("only once")
 
-    with serve_asgi(create_app(once, path="/agent")) as base:
+    with serve_asgi(create_app(once, path="/agent", event_log=MemoryEventLog())) as base:
         statuses = asyncio.run(_race([base + "/agent"], "raced", 24))
     assert sorted(statuses) == [200] + [409] * 23
     assert started == ["raced"]

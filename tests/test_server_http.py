@@ -1,8 +1,9 @@
 """
 ``aguikit.server.agui_endpoint`` served by a real uvicorn on loopback, read by httpx and by
 ``AgentClient``: bodies, negotiation, headers, keep-alive, disconnect and backpressure,
-in the default mode (every run logged, frames numbered, a resume grace window) and the
-connection-bound one (``event_log=None``).
+in the default mode (each run bound to its connection, frames exactly the SDK encoder's)
+and the resumable one (an event log: frames numbered, a resume grace window, a cancel
+request).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from tests.servers import read_then_hang_up, serve_asgi
 
 from aguikit.client import AgentClient
 from aguikit.models import RunAgentInput
-from aguikit.server import RunWriter, agui_endpoint, create_app
+from aguikit.server import MemoryEventLog, RunWriter, agui_endpoint, create_app
 from aguikit.server.http import negotiate
 from aguikit.transport.sse import iter_events, iter_frames
 
@@ -53,8 +54,9 @@ def _sdk_encoding(frames: list[bytes]) -> list[bytes]:
 
 
 def test_sse_frames_are_byte_identical_to_the_sdk_encoder() -> None:
-    """Connection-bound: each frame is what ``EventEncoder().encode`` writes for its event."""
-    with serve_asgi(create_app(greet, event_log=None)) as url:
+    """Connection-bound (the default): each frame is what ``EventEncoder().encode``
+    writes for its event, and the answer declares no resumption."""
+    with serve_asgi(create_app(greet)) as url:
         response = httpx.post(url + "/", json=BODY)
 
     frames = [f + b"\n\n" for f in response.content.split(b"\n\n") if f]
@@ -64,9 +66,9 @@ def test_sse_frames_are_byte_identical_to_the_sdk_encoder() -> None:
     assert "x-agui-resume" not in response.headers
 
 
-def test_with_the_default_log_a_frame_is_its_id_then_the_sdk_encoders_bytes() -> None:
-    """Logged (the default): ``id: N`` counting from 1, then exactly the SDK's frame."""
-    with serve_asgi(create_app(greet)) as url:
+def test_with_a_log_a_frame_is_its_id_then_the_sdk_encoders_bytes() -> None:
+    """Logged: ``id: N`` counting from 1, then exactly the SDK's frame."""
+    with serve_asgi(create_app(greet, event_log=MemoryEventLog())) as url:
         response = httpx.post(url + "/", json=BODY)
 
     numbered = [f + b"\n\n" for f in response.content.split(b"\n\n") if f]
@@ -223,12 +225,13 @@ def test_a_silent_handler_gets_keepalive_comments() -> None:
     ]
 
 
-# The first frame of each mode: connection-bound, then logged (the default).
+# The first frame of each mode: connection-bound (the default), then logged.
 FIRST_FRAMES = {
     "bound": b'data: {"type":"RUN_STARTED"',
     "logged": b'id: 1\ndata: {"type":"RUN_STARTED"',
 }
-MODES = {"bound": {"event_log": None}, "logged": {}}
+MODES: dict[str, Any] = {"bound": dict, "logged": lambda: {"event_log": MemoryEventLog()}}
+"""Each mode's ``create_app`` options, built anew for each app (a log of its own)."""
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -242,7 +245,7 @@ def test_each_event_is_flushed_as_it_is_written(mode: str) -> None:
             await asyncio.sleep(0.01)
 
     with (
-        serve_asgi(create_app(waits, **MODES[mode])) as url,
+        serve_asgi(create_app(waits, **MODES[mode]())) as url,
         httpx.stream("POST", url + "/", json=BODY) as r,
     ):
         chunks = r.iter_bytes()
@@ -255,9 +258,10 @@ def test_each_event_is_flushed_as_it_is_written(mode: str) -> None:
 
 
 def test_a_client_disconnect_cancels_the_handler_and_nothing_is_written_after() -> None:
-    """Connection-bound: the handler sees CancelledError at once; nothing more is emitted."""
+    """Connection-bound (the default): the handler sees CancelledError at once; nothing
+    more is emitted."""
     endless = Endless()
-    with serve_asgi(create_app(endless, event_log=None)) as url:
+    with serve_asgi(create_app(endless)) as url:
         with httpx.stream("POST", url + "/", json=BODY) as response:
             for _ in response.iter_bytes():
                 break
@@ -268,12 +272,12 @@ def test_a_client_disconnect_cancels_the_handler_and_nothing_is_written_after() 
     assert endless.runs[0].ended
 
 
-def test_with_the_default_log_a_disconnect_cancels_the_handler_once_the_grace_passes() -> None:
+def test_with_a_log_a_disconnect_cancels_the_handler_once_the_grace_passes() -> None:
     """The run outlives its connection for ``resume_grace``, then, with no reader back,
     the handler sees CancelledError, the log ends where the writer stopped, and a late
     reconnect is told the run cannot go on (410)."""
     endless = Endless()
-    with serve_asgi(create_app(endless, resume_grace=1.0)) as url:
+    with serve_asgi(create_app(endless, event_log=MemoryEventLog(), resume_grace=1.0)) as url:
         last = read_then_hang_up(url + "/", BODY)
         dropped = time.monotonic()
         assert not endless.cancelled.wait(0.6)  # waiting for a reconnect
@@ -297,7 +301,7 @@ def test_a_reconnect_within_the_grace_keeps_the_run_and_its_drop_starts_the_wind
     """A reader back in time takes the run over, past several windows; when it leaves
     too, the run is cancelled one window later."""
     endless = Endless()
-    with serve_asgi(create_app(endless, resume_grace=0.5)) as url:
+    with serve_asgi(create_app(endless, event_log=MemoryEventLog(), resume_grace=0.5)) as url:
         first = read_then_hang_up(url + "/", BODY)
         time.sleep(0.2)
         second = read_then_hang_up(url + "/", BODY, first, seconds=2.0)
@@ -336,7 +340,7 @@ def test_a_run_nobody_follows_is_cancelled_again_when_a_cancellation_was_lost() 
     """The grace watch keeps watching until the run has ended, not until it cancelled it
     once: a lost cancellation must not leave an abandoned run going on for ever."""
     stubborn = _Stubborn()
-    with serve_asgi(create_app(stubborn, resume_grace=0.5)) as url:
+    with serve_asgi(create_app(stubborn, event_log=MemoryEventLog(), resume_grace=0.5)) as url:
         read_then_hang_up(url + "/", BODY)
         assert stubborn.lost.wait(10)
         assert stubborn.ended.wait(10)
@@ -364,10 +368,10 @@ def test_a_failing_look_at_the_readers_does_not_end_the_grace_watch() -> None:
 
 
 @pytest.mark.parametrize("media_type", ["application/jsonl", "application/vnd.ag-ui.event+proto"])
-def test_with_the_default_log_a_framing_without_ids_gets_no_grace(media_type: str) -> None:
+def test_with_a_log_a_framing_without_ids_gets_no_grace(media_type: str) -> None:
     """JSONL and protobuf answers cannot be resumed: a disconnect cancels at once."""
     endless = Endless()
-    with serve_asgi(create_app(endless, resume_grace=30)) as url:
+    with serve_asgi(create_app(endless, event_log=MemoryEventLog(), resume_grace=30)) as url:
         with httpx.stream("POST", url + "/", json=BODY, headers={"Accept": media_type}) as r:
             assert media_type == r.headers["content-type"].split(";")[0]
             for _ in r.iter_bytes():
@@ -392,7 +396,7 @@ def test_a_slow_reader_slows_the_producer(mode: str) -> None:
                 emitted.append(n)
 
     with (
-        serve_asgi(create_app(firehose, queue_size=4, **MODES[mode])) as url,
+        serve_asgi(create_app(firehose, queue_size=4, **MODES[mode]())) as url,
         httpx.stream("POST", url + "/", json=BODY) as response,
     ):
         chunks = response.iter_bytes()
@@ -434,13 +438,13 @@ def test_the_endpoint_is_a_starlette_route_and_a_fastapi_path_operation() -> Non
     assert "RUN_FINISHED" == answers[0][-1]
 
 
-def test_a_run_id_starts_once_per_default_log_and_freely_without_one() -> None:
-    """The default log is the endpoint's own: a second start of a run id there is 409, the
-    same id on another endpoint starts; a connection-bound endpoint keeps no run ids."""
+def test_a_run_id_starts_once_per_log_and_freely_without_one() -> None:
+    """A second start of a run id in a log is 409, the same id on an endpoint with
+    another log starts; a connection-bound endpoint (the default) keeps no run ids."""
     with (
-        serve_asgi(create_app(greet)) as logged,
-        serve_asgi(create_app(greet)) as other,
-        serve_asgi(create_app(greet, event_log=None)) as bound,
+        serve_asgi(create_app(greet, event_log=MemoryEventLog())) as logged,
+        serve_asgi(create_app(greet, event_log=MemoryEventLog())) as other,
+        serve_asgi(create_app(greet)) as bound,
     ):
         first = httpx.post(logged + "/", json=BODY)
         again = httpx.post(logged + "/", json=BODY)

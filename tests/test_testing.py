@@ -42,7 +42,7 @@ from aguikit.errors import (
     TruncatedStreamError,
 )
 from aguikit.models import RunAgentInput
-from aguikit.server import RunWriter, create_app
+from aguikit.server import MemoryEventLog, RunWriter, create_app
 from aguikit.testing import (
     AgentTestClient,
     ContentType,
@@ -290,7 +290,7 @@ def test_the_client_runs_an_asgi_app_in_process() -> None:
 
 @pytest.mark.parametrize(
     ("options", "line"),
-    [({"event_log": None}, 5), ({}, 7)],  # logged (the default): an id line per frame
+    [({}, 5), ({"event_log": MemoryEventLog()}, 7)],  # logged: an id line per frame
     ids=["connection-bound", "logged"],
 )
 def test_the_client_verifies_the_answer(options: dict[str, Any], line: int) -> None:

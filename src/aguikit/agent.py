@@ -526,7 +526,8 @@ class Agent:
         return await self.run(resume=build_resume(self.interrupts, answers, cancel=cancel))
 
     def abort(self) -> None:
-        """Cancel the current run: its request is closed; :meth:`run` returns ``aborted``."""
+        """Cancel the current run: its request is closed (on a resumable server, after the
+        cancel request that stops the run there at once); :meth:`run` returns ``aborted``."""
         if self._inner is not None and not self._inner.done():
             self._aborted = True
             self._inner.cancel()

@@ -19,7 +19,9 @@ type the agent chose (SSE, or length-prefixed protobuf via :mod:`aguikit.proto`)
 event goes through one :class:`~aguikit.session.Session`, whose :class:`Update` values
 are yielded as they are.  Stopping early is part of the contract: breaking out of the
 loop, closing the generator or cancelling the task closes the HTTP response, and with it
-the connection, so the agent sees the client go and can stop spending tokens.
+the connection, so the agent sees the client go and can stop spending tokens; a resumable
+answer's run outlives its connection, so the client also sends the server's cancel
+request (``X-AGUI-Cancel``, ``docs/resume.md``) before it lets go.
 
 A dropped connection to a resumable endpoint (one that numbers its SSE frames, see
 :mod:`aguikit.server.eventlog`) is resumed with ``Last-Event-ID`` by both runs, and the
@@ -34,11 +36,12 @@ reconnect a stream whose frames carry no ids (nothing says where to resume).
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import logging
 import random
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing, closing
 from typing import Any, Final
 
@@ -47,7 +50,7 @@ import httpx
 from ._generated.models import RunAgentInput
 from ._generated.registry import PROTOCOL_VERSION
 from .catalogue import RULES_BY_ID, Severity, render_message
-from .errors import HTTPStatusError, TransportError, TruncatedStreamError, short_repr
+from .errors import AguiError, HTTPStatusError, TransportError, TruncatedStreamError, short_repr
 from .limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
 from .patch import UNSET
 from .proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
@@ -67,6 +70,10 @@ _TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 
 _RESUMABLE: Final = "last-event-id"
 """The ``X-AGUI-Resume`` value of a server that keeps its runs in an event log."""
+
+_CANCEL_TIMEOUT: Final = 5.0
+"""Seconds a cancel request may take before the client gives up on it (the run then ends
+one resume grace window later, as if the client had only hung up)."""
 
 _LEGACY_KINDS: Final = (("image/", "image"), ("audio/", "audio"), ("video/", "video"))
 
@@ -372,7 +379,8 @@ class AgentClient:
         """
         Run the agent and yield an :class:`Update` per delivered event, synchronously.
 
-        Closing the iterator early (``break``, ``.close()``) closes the connection.
+        Closing the iterator early (``.close()``, or leaving a ``with closing(...)``)
+        closes the connection, and on a resumable answer sends the cancel request first.
 
         Raises:
             HTTPStatusError: The agent answered non-2xx (the error holds the body's start).
@@ -394,7 +402,10 @@ class AgentClient:
         Run the agent and yield an :class:`Update` per delivered event.
 
         Use as ``async for update in client.run(run_input)``.  Leaving the loop early,
-        ``aclose()`` or cancelling the task closes the connection.
+        ``aclose()`` or cancelling the task closes the connection, and on a resumable
+        answer sends the cancel request first (so leave under
+        :func:`contextlib.aclosing`: a generator merely dropped is closed only when the
+        event loop finalizes it).
 
         Raises:
             The same errors as :meth:`run_sync`.
@@ -415,19 +426,25 @@ class AgentClient:
         dropped resumable stream the same way.
         """
         resume = _Resume(self, body)
-        while True:
-            chunks = post_stream(self.url, body, **resume.request(self._transport))
-            failure: TransportError | None = None
-            try:
-                with closing(chunks):  # leaving early closes the connection now
-                    for frame in resume.decode(chunks):
-                        yield from resume.take_all(frame)
-                        if resume.finished:
-                            return
-            except TransportError as error:
-                failure = error
-            if not resume.waited(failure):
-                return
+        try:
+            while True:
+                chunks = post_stream(self.url, body, **resume.request(self._transport))
+                failure: TransportError | None = None
+                try:
+                    with closing(chunks):  # leaving early closes the connection now
+                        for frame in resume.decode(chunks):
+                            yield from resume.take_all(frame)
+                            if resume.finished:
+                                return
+                except TransportError as error:
+                    failure = error
+                if not resume.waited(failure):
+                    return
+        except GeneratorExit:
+            if resume.cancels:
+                request = resume.cancel_request(self._transport)
+                resume.report_cancel(lambda: collections.deque(post_stream(**request), 0))
+            raise
 
     async def aevents(
         self, body: Mapping[str, Any], *, join: bool = False
@@ -453,31 +470,43 @@ class AgentClient:
         starting one: the first request asks for the server's prelude (``Last-Event-ID:
         0`` and ``X-AGUI-Join: prelude``).
 
+        Stopped by its caller (closed, or its task cancelled) before the run ended, on an
+        answer that declared ``X-AGUI-Resume``, it sends the cancel request (the same body
+        with ``X-AGUI-Cancel: 1``, at most 5 s, a failure logged, never raised), since such
+        a run outlives its connection; a join stops nothing but its own reading.
+
         Raises:
             HTTPStatusError, ContentTypeError, TransportError, DecodeError: As :meth:`run`.
             TruncatedStreamError: The stream dropped and could not be resumed (the server
                 refused, or ``max_reconnects`` attempts failed); names the last event.
         """
         resume = _Resume(self, body, join=join)
-        while True:
-            chunks = apost_stream(self.url, body, **resume.request(self._async_transport))
-            failure: TransportError | None = None
-            try:
-                # An async generator is not closed when dropped: close the request
-                # explicitly, so leaving this loop early closes the connection now.
-                async with aclosing(chunks), aclosing(resume.adecode(chunks)) as frames:
-                    async for frame in frames:
-                        data = resume.take(frame)
-                        if data is not None:
-                            yield data
-                        if resume.finished:
-                            return
-            except TransportError as error:
-                failure = error
-            delay = resume.after(failure)
-            if delay is None:
-                return
-            await asyncio.sleep(delay)
+        try:
+            while True:
+                chunks = apost_stream(self.url, body, **resume.request(self._async_transport))
+                failure: TransportError | None = None
+                try:
+                    # An async generator is not closed when dropped: close the request
+                    # explicitly, so leaving this loop early closes the connection now.
+                    async with aclosing(chunks), aclosing(resume.adecode(chunks)) as frames:
+                        async for frame in frames:
+                            data = resume.take(frame)
+                            if data is not None:
+                                yield data
+                            if resume.finished:
+                                return
+                except TransportError as error:
+                    failure = error
+                delay = resume.after(failure)
+                if delay is None:
+                    return
+                await asyncio.sleep(delay)
+        except (GeneratorExit, asyncio.CancelledError):
+            # The caller stopped the run (left the loop, closed the iterator, cancelled
+            # the task, Agent.abort): a resumable run outlives its connection, so say so.
+            if resume.cancels:
+                await resume.acancel()
+            raise
 
 
 class _Resume:
@@ -622,6 +651,64 @@ class _Resume:
             raise self.unresumable(f"{reason} ({client.max_reconnects} reconnects failed)")
         delay = min(client.max_backoff, client.backoff * 2 ** (self.attempt - 1))
         return float(delay) * random.uniform(0.5, 1.0)
+
+    @property
+    def cancels(self) -> bool:
+        """Whether stopping now sends a cancel request: the run is not over, this client
+        started it (a joiner leaving stops nothing), and the answer declared
+        ``X-AGUI-Resume``.  Only that declaration says the server knows the request: to
+        any other server (numbered frames alone, or no answer yet) the run's body sent
+        again would start the run a second time."""
+        return (
+            not self.finished
+            and not self.join
+            and not self.binary_answer
+            and _declares_resume(self.declared)
+        )
+
+    def cancel_request(self, transport: Any) -> dict[str, Any]:
+        """The fetch's arguments for the cancel request: the run's own body, plus
+        ``X-AGUI-Cancel: 1`` (``docs/resume.md``, "Stopping a run")."""
+        client = self.client
+        return {
+            "url": client.url,
+            "body": self.body,
+            "headers": {**client.headers, "X-AGUI-Cancel": "1"},
+            "timeout": _CANCEL_TIMEOUT,
+            "transport": transport,
+            "require_event_stream": False,
+        }
+
+    async def acancel(self) -> None:
+        """Send the cancel request, waiting at most :data:`_CANCEL_TIMEOUT` seconds; a
+        refusal or failure is logged, never raised (the caller is already stopping)."""
+
+        request = self.cancel_request(self.client._async_transport)
+
+        async def send() -> None:
+            async with aclosing(apost_stream(**request)) as answer:
+                async for _ in answer:
+                    pass
+
+        try:
+            await asyncio.wait_for(send(), _CANCEL_TIMEOUT)
+        except (AguiError, TimeoutError) as error:
+            self.cancel_failed(error)
+
+    def report_cancel(self, send: Callable[[], object]) -> None:
+        """Send the cancel request synchronously (``send``), logging a failure."""
+        try:
+            send()
+        except AguiError as error:
+            self.cancel_failed(error)
+
+    def cancel_failed(self, error: Exception) -> None:
+        LOGGER.info(
+            "the cancel request for run %r got no cancellation (%s): the server ends it once "
+            "its resume grace window passes with no reader",
+            self.body.get("runId"),
+            error,
+        )
 
     def waited(self, failure: TransportError | None) -> bool:
         """:meth:`after`, sleeping the delay here (the sync loop); ``False``: over."""

@@ -4,11 +4,12 @@ The producer side of AG-UI: emit a verified stream from any Starlette or FastAPI
 :class:`RunWriter` runs every event a producer emits through the same schema check, chunk
 expansion and verifier a receiver uses (strict, repair or audit), with typed helpers that
 make the legal order the easy one; :func:`agui_endpoint` and :func:`create_app` serve a
-handler over HTTP (SSE, JSONL or protobuf, keep-alive comments, backpressure, and an
-event log by default, so a dropped SSE client resumes with ``Last-Event-ID`` and a run
-nobody follows any more is cancelled), and :func:`capabilities_endpoint` publishes what
-the agent declares it can do; :class:`Access` and :class:`Denied` are what an endpoint's
-``authorize`` hook is given and raises.  ``RunAgentInput`` is re-exported so a handler's
+handler over HTTP (SSE, JSONL or protobuf, keep-alive comments, backpressure, each run
+bound to its connection as the standard binding has it, or, given an event log such as
+:class:`MemoryEventLog`, resumable with ``Last-Event-ID`` and stopped by a cancel
+request), and :func:`capabilities_endpoint` publishes what the agent declares it can do;
+:class:`Access` and :class:`Denied` are what an endpoint's ``authorize`` hook is given
+and raises.  ``RunAgentInput`` is re-exported so a handler's
 module needs no other import.  The HTTP half needs Starlette (``aguikit[server]``) and is
 imported on first use, so the writer works without it.
 """
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._generated.models import RunAgentInput
 from .access import Access, Authorize, Denied
+from .eventlog import EventLog, MemoryEventLog
 from .writer import (
     HANDLER_FAILED,
     Activity,
@@ -44,8 +46,10 @@ __all__ = [
     "Authorize",
     "Denied",
     "ErrorReport",
+    "EventLog",
     "EventWriter",
     "Handler",
+    "MemoryEventLog",
     "Mode",
     "ReasoningBlock",
     "ReasoningMessage",

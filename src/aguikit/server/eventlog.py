@@ -4,12 +4,12 @@ ask for what it missed (``Last-Event-ID``) and then follow the run live.
 
 An SSE connection is not a run.  A phone changes network, a proxy cuts an idle socket, a
 load balancer sends the reconnect to another worker; none of that should lose the answer
-the agent is still producing.  So an endpoint with an event log (every endpoint, unless
-built with ``event_log=None``) decouples the run from the connection: the handler writes
-each event to the log (the event's number there is its SSE ``id:``), and every
-connection, the first one included, is a reader *following* the log from a position.  A
-reconnect is then the same code as the first request, starting after the last id the
-client saw.
+the agent is still producing.  So an endpoint given an event log (resumption is an
+extension it opts into; by default a run is bound to its connection) decouples the run
+from the connection: the handler writes each event to the log (the event's number there
+is its SSE ``id:``), and every connection, the first one included, is a reader
+*following* the log from a position.  A reconnect is then the same code as the first
+request, starting after the last id the client saw.
 
 The log also says who is still listening, because a run nobody follows any more should
 stop costing tokens: :meth:`EventLog.readers` counts the readers following a run right
@@ -20,10 +20,10 @@ start it.
 
 Two logs share one interface (:class:`EventLog`):
 
-* :class:`MemoryEventLog`, the default (each endpoint builds its own) and the one to use
-  unless several workers serve the same runs: per process, bounded per run (the oldest
-  events are dropped past ``max_events``, and a resume from before them is refused rather
-  than silently skipping), and a run's log expires ``ttl`` seconds after its last event;
+* :class:`MemoryEventLog`, the one to use unless several workers serve the same runs:
+  per process, bounded per run (the oldest events are dropped past ``max_events``, and a
+  resume from before them is refused rather than silently skipping), and a run's log
+  expires ``ttl`` seconds after its last event;
 * :class:`aguikit.server.redis_log.RedisEventLog`: Redis Streams, for several workers or
   hosts, so that a client reconnecting to another worker resumes the same run.
 

@@ -35,15 +35,19 @@ serving once:
   next ``emit`` (the server's own flow control blocks the send), so memory per stream is
   the queue plus the socket buffer, whatever the handler produces (plus the run's event
   log, which keeps the whole run, up to the log's ``max_events``, for a resume);
-* every run goes to an event log (a :class:`~aguikit.server.eventlog.MemoryEventLog` of
-  the endpoint's own unless it is given one): each SSE frame carries its ``id:``, a client
-  that lost its connection reconnects with ``Last-Event-ID`` (on any worker sharing the
-  log) and gets what it missed, then the rest live; ``docs/resume.md`` is the protocol;
-* a run nobody follows any more is cancelled (the handler sees
-  :class:`asyncio.CancelledError` at its next ``await``) and nothing is written after
-  it: with a log, once ``resume_grace`` seconds pass with no reader (time for the client
-  to reconnect); with ``event_log=None``, the run is bound to its one connection (no
-  ids, frames exactly the SDK encoder's) and a disconnect cancels it at once.
+* each run is bound to its connection by default, as the standard HTTP binding has it
+  ("no resumption"): a disconnect cancels the handler at once (it sees
+  :class:`asyncio.CancelledError` at its next ``await``, and nothing is written after
+  it), so a client that stops a run stops paying for it;
+* resumption is an extension a producer opts into by passing an event log (a
+  :class:`~aguikit.server.eventlog.MemoryEventLog` for one process, a
+  :class:`~aguikit.server.redis_log.RedisEventLog` for several workers) and that the
+  answer declares (``X-AGUI-Resume``, and ``transport.resumable`` in the capabilities
+  :func:`create_app` serves): each SSE frame carries its ``id:``, a client that lost its
+  connection reconnects with ``Last-Event-ID`` and gets what it missed, then the rest
+  live; a run nobody follows any more is cancelled once ``resume_grace`` seconds pass
+  with no reader, and a client stops it at once with a cancel request (``X-AGUI-Cancel``);
+  ``docs/resume.md`` is the protocol.
 """
 
 from __future__ import annotations
@@ -87,6 +91,7 @@ from .eventlog import EventLog, MemoryEventLog, prelude
 from .writer import ErrorReport, Mode, RunWriter
 
 __all__ = [
+    "CANCEL_HEADER",
     "OWN_MEMORY_LOG",
     "PROBLEM_MEDIA_TYPE",
     "PROTOBUF_MEDIA_TYPE",
@@ -122,6 +127,12 @@ start (see :func:`aguikit.server.eventlog.prelude`) instead of the log."""
 RESUMABLE_HEADER: Final = "x-agui-resume"
 """Sent (value ``last-event-id``) by an endpoint with an event log: the run survives a
 dropped connection and can be followed again with ``Last-Event-ID``."""
+CANCEL_HEADER: Final = "x-agui-cancel"
+"""``X-AGUI-Cancel: 1`` on a run request (the run's own body) asks the endpoint to cancel
+that run rather than start or follow it: a resumable run outlives its connection, so
+hanging up alone does not stop it at once (``docs/resume.md``, "Stopping a run")."""
+_CANCEL_WAIT: Final = 3.0
+"""Seconds a cancel request waits for the handler to end before answering anyway."""
 LOGGER: Final = logging.getLogger("aguikit.server")
 _DONE: Final[Any] = object()
 """Ends the frame queue: the run is over, or the client left."""
@@ -137,9 +148,10 @@ class _OwnLog(enum.Enum):
 
 
 OWN_MEMORY_LOG: Final = _OwnLog.OWN_MEMORY_LOG
-"""The default ``event_log`` of :func:`agui_endpoint`: a new
-:class:`~aguikit.server.eventlog.MemoryEventLog` for each endpoint.  A sentinel rather
-than ``None``, because ``event_log=None`` means something else: no log at all."""
+"""``event_log=OWN_MEMORY_LOG`` gives an endpoint a new
+:class:`~aguikit.server.eventlog.MemoryEventLog` of its own, as passing
+``MemoryEventLog()`` does.  It was the default before 0.4.0, when every endpoint was
+resumable; the default is now ``None``, a run bound to its connection."""
 
 
 def negotiate(accept: str | None) -> str:
@@ -741,6 +753,10 @@ class EventStreamResponse(Response):
 _DETACHED: Final[set[asyncio.Task[None]]] = set()
 """Runs that outlive their connection; held here so the loop does not drop them."""
 
+_RUNNING: Final[dict[tuple[int, str], _LoggedRun]] = {}
+"""The logged runs this process is running, by log (its ``id``) and run id: where a cancel
+request finds the run it names.  A run leaves it when its task ends."""
+
 
 class _LoggedRun:
     """
@@ -773,7 +789,40 @@ class _LoggedRun:
         self.attached = True
         """Whether the starting connection is still there (and pacing the run)."""
         self.progress = asyncio.Event()
+        self.thread_id = response.run_input.thread_id
+        self.principal = response.principal
+        """Who started the run: a cancel request must name the same thread and principal."""
         self.task = _detach(self._produce(response))
+        self.key = (id(log), self.run_id)
+        _RUNNING[self.key] = self
+        self.task.add_done_callback(self._forget)
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        """The run ended: a cancel request can no longer find it."""
+        if _RUNNING.get(self.key) is self:
+            del _RUNNING[self.key]
+
+    @classmethod
+    def owned(
+        cls, log: EventLog, run_id: str, thread_id: str, principal: str | None
+    ) -> _LoggedRun | None:
+        """The run ``run_id`` of ``log`` running in this process, if it was started on
+        ``thread_id`` by ``principal``; ``None`` otherwise (unknown, ended, or another's:
+        the caller cannot tell which)."""
+        run = _RUNNING.get((id(log), run_id))
+        if run is None or run.thread_id != thread_id or run.principal != principal:
+            return None
+        return run
+
+    async def cancel(self) -> None:
+        """Cancel the handler at once (a cancel request), waiting up to
+        :data:`_CANCEL_WAIT` seconds for it to end; a cancellation the handler swallows is
+        repeated every :data:`_POLL` seconds meanwhile."""
+        LOGGER.info("run %r cancelled by a cancel request", self.run_id)
+        deadline = time.monotonic() + _CANCEL_WAIT
+        while not self.task.done() and time.monotonic() < deadline:
+            self.task.cancel()
+            await asyncio.wait({self.task}, timeout=_POLL)
 
     def queued(self, event_id: str) -> None:
         """The starting connection took the event ``event_id``."""
@@ -850,6 +899,34 @@ def _finished(task: asyncio.Task[None]) -> None:
         LOGGER.error("a logged run's task failed", exc_info=task.exception())
 
 
+async def _cancel(
+    log: EventLog | None, authorize: Authorize | None, request: Request, run_input: RunAgentInput
+) -> Response:
+    """
+    Answer a cancel request: ``204`` once the run it names is cancelled; ``404``, the
+    same answer whatever the reason, when this endpoint runs no such run for this caller
+    (unknown, over, on another worker, started on another thread or by another principal,
+    or a connection-bound endpoint, where hanging up stops a run); the ``authorize``
+    hook's refusal as for a start.
+    """
+    access = Access("cancel", run_input.thread_id, run_input.run_id)
+    allowed = await _authorized(authorize, request, access)
+    if isinstance(allowed, Response):
+        return allowed
+    run = None
+    if log is not None:
+        run = _LoggedRun.owned(log, run_input.run_id, run_input.thread_id, allowed)
+    if run is None:
+        return _problem(
+            404,
+            f"no run {run_input.run_id!r} that this request may cancel is running here "
+            "(a run bound to its connection stops when its client hangs up)",
+            runId=run_input.run_id,
+        )
+    await run.cancel()
+    return Response(status_code=204)
+
+
 def _jsonl_bytes(wire: Mapping[str, Any]) -> bytes:
     return jsonl.encode_line(wire).encode("utf-8")
 
@@ -861,7 +938,7 @@ def agui_endpoint(
     keepalive: float | None = 15.0,
     queue_size: int = 64,
     snapshot_every: int = 0,
-    event_log: EventLog | Literal[_OwnLog.OWN_MEMORY_LOG] | None = OWN_MEMORY_LOG,
+    event_log: EventLog | Literal[_OwnLog.OWN_MEMORY_LOG] | None = None,
     resume_grace: float = 30.0,
     authorize: Authorize | None = None,
     on_error: ErrorReport | None = None,
@@ -892,21 +969,26 @@ def agui_endpoint(
         queue_size: Frames buffered between the handler and the socket; past it the
             handler's next ``emit`` waits for the client.
         snapshot_every: Passed to each :class:`RunWriter`.
-        event_log: Where runs are logged, which makes them resumable (see
-            :mod:`aguikit.server.eventlog` and ``docs/resume.md``): each SSE frame
-            carries its ``id:`` before the SDK encoder's bytes, a dropped client does
-            not cancel the run at once, and a request carrying ``Last-Event-ID`` follows
-            the run after that id (``410`` when the log cannot: unknown run, expired, an
-            id never issued, or nothing left after it; ``409`` for a run id already
-            claimed, without the header).  The default, :data:`OWN_MEMORY_LOG`, is a
-            new :class:`MemoryEventLog` for this endpoint (one process); pass a
-            :class:`~aguikit.server.redis_log.RedisEventLog` for several workers.
-            ``None`` keeps each run bound to its one connection: no ids, frames exactly
-            the SDK encoder's, and a disconnect cancels the handler at once.
+        event_log: ``None`` (the default) binds each run to its one connection, as
+            the standard HTTP binding does: no ids, frames exactly the SDK encoder's,
+            and a disconnect cancels the handler at once.  An event log opts into
+            resumption, an aguikit extension (see :mod:`aguikit.server.eventlog` and
+            ``docs/resume.md``): each SSE frame carries its ``id:`` before the SDK
+            encoder's bytes, the answer declares ``X-AGUI-Resume``, a dropped client
+            does not cancel the run at once (``resume_grace``), a request carrying
+            ``Last-Event-ID`` follows the run after that id (``410`` when the log
+            cannot: unknown run, expired, an id never issued, or nothing left after it;
+            ``409`` for a run id already claimed, without the header), and one carrying
+            ``X-AGUI-Cancel`` cancels it (``204``; ``404`` for a run that is not the
+            caller's, unknown or over).  A :class:`MemoryEventLog` serves one process
+            (:data:`OWN_MEMORY_LOG` builds one for this endpoint); a
+            :class:`~aguikit.server.redis_log.RedisEventLog` several workers.
         resume_grace: With a log, the seconds a run goes on after its last reader left
-            (an SSE client's dropped connection), waiting for a reconnect; past them
-            with no reader, the handler is cancelled and the run's log ends there.  A
-            JSONL or protobuf answer cannot be resumed, so its run gets no grace.
+            (an SSE client's dropped connection, or a client that hung up without a
+            cancel request, such as the official ``HttpAgent.abortRun()``), waiting for
+            a reconnect; past them with no reader, the handler is cancelled and the
+            run's log ends there.  A JSONL or protobuf answer cannot be resumed, so its
+            run gets no grace.
         authorize: ``authorize(request, access) -> principal | None``, sync or async,
             called before a run starts (and before a resume, join or cancel) with an
             :class:`~aguikit.server.access.Access`; it raises
@@ -931,6 +1013,8 @@ def agui_endpoint(
 
     .. versionchanged:: 0.3.0  async generator handlers; ``authorize``, ``on_error``,
        ``expose_errors``, ``max_body_bytes``; refusals are problem documents.
+    .. versionchanged:: 0.4.0  ``event_log`` defaults to ``None`` (a run bound to its
+       connection); the cancel request (``X-AGUI-Cancel``) for a logged run.
     """
     if queue_size < 1:
         raise ValueError("queue_size must be at least 1")
@@ -947,6 +1031,8 @@ def agui_endpoint(
         if isinstance(read, Response):
             return read
         data, run_input = read
+        if CANCEL_HEADER in request.headers:
+            return await _cancel(log, authorize, request, run_input)
         principal: str | None = None
         resume_after = request.headers.get("last-event-id")
         if log is not None and resume_after is not None:
@@ -1009,18 +1095,51 @@ def create_app(
     those of :func:`agui_endpoint`.  ``uvicorn module:app`` runs it.
 
     With ``capabilities`` it also answers ``GET {path}/capabilities`` with them (see
-    :func:`capabilities_endpoint`), where :meth:`aguikit.Agent.capabilities` looks.
+    :func:`capabilities_endpoint`), where :meth:`aguikit.Agent.capabilities` looks, and
+    declares there whether the endpoint's runs can be resumed: ``transport.resumable`` is
+    ``true`` with an ``event_log``, ``false`` without (the spec's flag speaks of resuming by
+    sequence number, which is what aguikit's ``Last-Event-ID`` extension does;
+    ``docs/spec-decisions.md``).
 
     Raises:
         SchemaValidationError: ``capabilities`` is not a valid ``AgentCapabilities``.
+        ValueError: ``capabilities`` declares ``transport.resumable`` otherwise than the
+            endpoint is built (an ``event_log`` or not): a declaration that does not hold
+            misleads the client built on it.
 
     .. versionchanged:: 0.3.0  ``capabilities``.
+    .. versionchanged:: 0.4.0  ``transport.resumable`` declared from ``event_log``.
     """
     routes = [Route(path, agui_endpoint(handler, **options), methods=["POST"])]
     if capabilities is not None:
+        declared = _declare_resumable(capabilities, options.get("event_log") is not None)
         where = path.rstrip("/") + "/capabilities"
-        routes.append(Route(where, capabilities_endpoint(capabilities), methods=["GET"]))
+        routes.append(Route(where, capabilities_endpoint(declared), methods=["GET"]))
     return Starlette(routes=routes)
+
+
+def _declare_resumable(
+    capabilities: AgentCapabilities | Mapping[str, Any], resumable: bool
+) -> Mapping[str, Any]:
+    """The capabilities' wire dict with ``transport.resumable`` set to ``resumable``
+    (left to the schema check when it is not of the schema's shape)."""
+    wire = dict(capabilities) if isinstance(capabilities, Mapping) else to_wire(capabilities)
+    transport = wire.get("transport", {})
+    given = transport.get("resumable") if isinstance(transport, Mapping) else None
+    if not isinstance(transport, Mapping) or not isinstance(given, bool | None):
+        return wire  # not the schema's shape: capabilities_endpoint names the pointer
+    if given is not None and given is not resumable:
+        raise ValueError(
+            f"capabilities declare transport.resumable {json.dumps(given)}, but the endpoint "
+            + (
+                "logs its runs (event_log): they can be resumed"
+                if resumable
+                else "has no event_log: its runs end with their connection; pass one to "
+                "make them resumable"
+            )
+        )
+    wire["transport"] = {**transport, "resumable": resumable}
+    return wire
 
 
 def capabilities_endpoint(
