@@ -652,3 +652,54 @@ def test_the_attribute_names_are_the_installed_semantic_conventions() -> None:
     usage = {attribute for _, attribute in otel._USAGE if attribute.startswith("gen_ai.")}
     known = {v for v in vars(gen_ai_attributes).values() if isinstance(v, str)}
     assert usage <= known
+
+
+def test_a_proxy_observes_an_exchange_with_its_own_timing(sdk: Sdk) -> None:
+    """What the proxy calls: ``observe(side="proxy")`` in ``observing``, forwarding
+    ``headers()`` upstream, feeding the relayed typed events and marking its own points."""
+    from aguikit.wire import parse_event
+
+    telemetry = sdk.telemetry()
+    observer = telemetry.observe(run_input("run-p"), side="proxy", headers={})
+    assert observer is not None
+    assert observer.headers()["traceparent"].startswith("00-")
+    with _observe.observing(observer):
+        observer.mark("agui.upstream.response")
+        for wire in (
+            {"type": "RUN_STARTED", "threadId": THREAD, "runId": "run-p"},
+            {"type": "RUN_FINISHED", "threadId": THREAD, "runId": "run-p"},
+        ):
+            observer.event(parse_event(wire))
+
+    (span,) = from_sdk(sdk.exporter.get_finished_spans())
+    assert (span.kind, span.attributes["agui.run.outcome"]) == ("SERVER", "success")
+    assert span.events == [("agui.upstream.response", {"agui.event.index": 0})]
+    assert sdk.metric("agui.runs") == {
+        (("agui.run.outcome", "success"), ("agui.side", "proxy")): 1
+    }
+    with pytest.raises(ValueError, match="side must be one of"):
+        telemetry.observe(run_input("run-q"), side="browser")
+
+
+def test_a_client_that_stops_reading_ends_its_run_truncated(sdk: Sdk) -> None:
+    """A consumer that abandons the stream has a truncated run, not a cancelled one
+    (``events/lifecycle.mdx``): the client's span says so and is not an error."""
+    from aguikit import AgentClient
+
+    async def handler(run_input: Any, run: RunWriter) -> None:
+        for _ in range(3):
+            await run.say("more")
+
+    app = create_app(handler)
+    with serve_asgi(app) as base:
+        client = AgentClient(base + "/", telemetry=sdk.telemetry())
+        for update in client.run_sync(run_input("run-t")):
+            if update.event.type == "TEXT_MESSAGE_START":
+                break
+
+    (span,) = from_sdk(sdk.exporter.get_finished_spans())
+    assert (span.kind, span.attributes["agui.run.outcome"], span.error) == (
+        "CLIENT",
+        "truncated",
+        None,
+    )

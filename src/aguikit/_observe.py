@@ -12,10 +12,19 @@ telemetry pays one ``None`` check per run and nothing per event.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Protocol
 
-__all__ = ["Observe", "RunObserver", "install", "installed", "observe", "uninstall"]
+__all__ = [
+    "Observe",
+    "RunObserver",
+    "install",
+    "installed",
+    "observe",
+    "observing",
+    "uninstall",
+]
 
 
 class RunObserver(Protocol):
@@ -41,6 +50,9 @@ class RunObserver(Protocol):
 
     def activate(self) -> Any:
         """A context manager making the run's context current (for the handler's own spans)."""
+
+    def mark(self, name: str) -> None:
+        """A timestamped point of the run that no event marks (a proxy's upstream reply)."""
 
 
 class Observe(Protocol):
@@ -82,3 +94,19 @@ def observe(
     if factory is None:
         return None
     return factory.observe(run_input, side=side, headers=headers)
+
+
+@contextmanager
+def observing(observer: RunObserver) -> Iterator[RunObserver]:
+    """
+    End an observed run however the block ends, recording the exception that ended it: a
+    consumer that stops reading (``GeneratorExit``, cancellation) ends it ``truncated``.
+    The clients wrap their read loop in it; a proxy wraps its relay loop.
+    """
+    try:
+        yield observer
+    except Exception as error:
+        observer.failed(error)
+        raise
+    finally:
+        observer.end()

@@ -58,9 +58,9 @@ from ._generated.models import (
     ToolMessage,
 )
 from ._generated.registry import EVENT_CLASSES, PROTOCOL_VERSION
-from ._observe import Observe
+from ._observe import Observe, observing
 from .changes import What
-from .client import AgentClient, observed, observing, prepare_input
+from .client import AgentClient, observed, prepare_input
 from .errors import AguiError
 from .models import Event
 from .session import RunOutcome, Session, Update

@@ -39,7 +39,7 @@ import logging
 import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import aclosing, closing, contextmanager
+from contextlib import aclosing, closing
 from typing import Any, Final
 
 import httpx
@@ -398,7 +398,7 @@ class AgentClient:
                 yield from session.feed(data)
             yield from session.finish()
             return
-        with observing(observer):
+        with _observe.observing(observer):
             for data in self.events(body, headers=observer.headers()):
                 yield from observed(observer, session, session.feed(data))
             yield from observed(observer, session, session.finish())
@@ -425,7 +425,7 @@ class AgentClient:
             for update in session.finish():
                 yield update
             return
-        with observing(observer):
+        with _observe.observing(observer):
             events = self.aevents(body, headers=observer.headers())
             async with aclosing(events):
                 async for data in events:
@@ -527,19 +527,6 @@ def observed(
     for warning in session.last_warnings:
         observer.warning(warning.code, warning.event_index)
     return updates
-
-
-@contextmanager
-def observing(observer: _observe.RunObserver) -> Iterator[_observe.RunObserver]:
-    """Ends an observed run however its loop ends, recording the exception that ended it
-    (a client that stops reading ends it ``truncated``)."""
-    try:
-        yield observer
-    except Exception as error:
-        observer.failed(error)
-        raise
-    finally:
-        observer.end()
 
 
 class _Resume:

@@ -212,7 +212,18 @@ class Telemetry:
         its wire dict): its span starts now, as a child of the trace ``headers`` carry
         (``traceparent``/``tracestate``, on the server) or of the current span.  ``None``
         when neither a tracer nor a meter would record anything.
+
+        ``side`` is ``"server"`` (a ``SERVER`` span: the writer), ``"client"`` (``CLIENT``:
+        the clients) or ``"proxy"`` (``SERVER``: one span per proxied exchange, whose
+        :meth:`_RunObserver.headers` the proxy forwards upstream, so the agent's run
+        nests under it); it is also the metrics' ``agui.side``.
+
+        Raises:
+            ValueError: ``side`` is none of those.
         """
+        kind = _KINDS.get(side)
+        if kind is None:
+            raise ValueError(f"side must be one of {sorted(_KINDS)}, not {side!r}")
         thread_id, run_id, parent_run_id, answered = _input_fields(run_input)
         parent = propagate.extract(headers) if headers else None
         links = []
@@ -237,7 +248,7 @@ class Telemetry:
         span = self._tracer.start_span(
             name,
             context=parent,
-            kind=SpanKind.SERVER if side == "server" else SpanKind.CLIENT,
+            kind=kind,
             attributes=attributes,
             links=links,
         )
@@ -284,6 +295,9 @@ class Telemetry:
         for span in waiting:
             span.set_attribute("agui.tool.unanswered", True)
             span.end()
+
+
+_KINDS: Final = {"server": SpanKind.SERVER, "client": SpanKind.CLIENT, "proxy": SpanKind.SERVER}
 
 
 def _version() -> str:
@@ -436,6 +450,12 @@ class _RunObserver:
                 "spanId": span_id,
             }
         }
+
+    def mark(self, name: str) -> None:
+        """A timestamped span event ``name`` on the run span (a proxy's upstream response,
+        first byte...): the exchange's timing, beside the events'."""
+        if self.recording and not self.ended:
+            self.span.add_event(name, {"agui.event.index": sum(self._counts.values())})
 
     def headers(self) -> dict[str, str]:
         """``traceparent`` (and ``tracestate``, baggage) for the run's request."""
