@@ -674,9 +674,7 @@ def test_a_proxy_observes_an_exchange_with_its_own_timing(sdk: Sdk) -> None:
     (span,) = from_sdk(sdk.exporter.get_finished_spans())
     assert (span.kind, span.attributes["agui.run.outcome"]) == ("SERVER", "success")
     assert span.events == [("agui.upstream.response", {"agui.event.index": 0})]
-    assert sdk.metric("agui.runs") == {
-        (("agui.run.outcome", "success"), ("agui.side", "proxy")): 1
-    }
+    assert sdk.metric("agui.runs") == {(("agui.run.outcome", "success"), ("agui.side", "proxy")): 1}
     with pytest.raises(ValueError, match="side must be one of"):
         telemetry.observe(run_input("run-q"), side="browser")
 
@@ -703,3 +701,19 @@ def test_a_client_that_stops_reading_ends_its_run_truncated(sdk: Sdk) -> None:
         "truncated",
         None,
     )
+
+
+def test_a_replayed_earlier_run_does_not_end_the_observed_one(sdk: Sdk) -> None:
+    from aguikit.wire import parse_event
+
+    observer = sdk.telemetry().observe(run_input("run-now"), side="client")
+    assert observer is not None
+    for run_id in ("run-before", "run-now"):
+        observer.event(parse_event({"type": "RUN_STARTED", "threadId": THREAD, "runId": run_id}))
+        assert not sdk.exporter.get_finished_spans()
+        observer.event(parse_event({"type": "RUN_FINISHED", "threadId": THREAD, "runId": run_id}))
+
+    (span,) = from_sdk(sdk.exporter.get_finished_spans())
+    assert span.attributes["agui.run.outcome"] == "success"
+    events = sdk.metric("agui.events")
+    assert events[(("agui.event.type", "RUN_STARTED"), ("agui.side", "client"))] == 2

@@ -260,7 +260,7 @@ class Telemetry:
         if not span.is_recording() and not self.metrics_enabled:
             span.end()
             return None
-        return _RunObserver(self, span, side, thread_id)
+        return _RunObserver(self, span, side, thread_id, run_id)
 
     def clip(self, value: Any) -> str:
         """``value`` as text (JSON unless it is a string), cut to ``max_content_length``."""
@@ -356,14 +356,18 @@ class _RunObserver:
         "_tools",
         "ended",
         "recording",
+        "run_id",
         "side",
         "span",
         "telemetry",
         "thread_id",
     )
 
-    def __init__(self, telemetry: Telemetry, span: Span, side: str, thread_id: str) -> None:
+    def __init__(
+        self, telemetry: Telemetry, span: Span, side: str, thread_id: str, run_id: str
+    ) -> None:
         self.telemetry = telemetry
+        self.run_id = run_id
         self.span = span
         self.side = side
         self.thread_id = thread_id
@@ -520,6 +524,8 @@ class _RunObserver:
             self.span.set_attribute("agui.protocol.version", event.protocol_version)
 
     def _run_finished(self, event: Any) -> None:
+        if event.run_id != self.run_id:  # an earlier run the stream replays first
+            return
         outcome = _outcome(event)
         span = self.span
         attributes = usage_attributes(event.usage)
@@ -697,7 +703,9 @@ _SHAPING: Final = {
 """The same without the handlers that only collect content: the table when not capturing."""
 
 _ENDING: Final = {
-    "RUN_FINISHED": lambda observer, event: observer._finish(_outcome(event)),
+    "RUN_FINISHED": lambda observer, event: (
+        observer._finish(_outcome(event)) if event.run_id == observer.run_id else None
+    ),
     "RUN_ERROR": lambda observer, event: observer._finish("error"),
 }
 """The table of a run no tracer records (metrics only): its end is all that matters."""
