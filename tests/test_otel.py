@@ -717,3 +717,20 @@ def test_a_replayed_earlier_run_does_not_end_the_observed_one(sdk: Sdk) -> None:
     assert span.attributes["agui.run.outcome"] == "success"
     events = sdk.metric("agui.events")
     assert events[(("agui.event.type", "RUN_STARTED"), ("agui.side", "client"))] == 2
+
+
+def test_the_producer_and_the_clients_import_no_opentelemetry() -> None:
+    """Without ``telemetry=`` or the instrumentor nothing loads OpenTelemetry, so the
+    extra stays optional (the writer and the clients reach it through ``_observe``)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, aguikit.server, aguikit.client, aguikit.agent\n"
+        "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+    assert loaded == "[]"
