@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import statistics
 import time
+from typing import Any
 
 from bench_server import emit_all, realistic_run
 from opentelemetry.sdk.metrics import MeterProvider
@@ -47,13 +48,40 @@ CPU = time.process_time
 decide the figure."""
 
 
+def text_run(target: int) -> list[dict[str, Any]]:
+    """One message of ``target - 2`` deltas: the per-event path alone, no span but the run's."""
+    deltas = [
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": f"word{i} "}
+        for i in range(target - 2)
+    ]
+    start = {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}
+    return [start, *deltas, {"type": "TEXT_MESSAGE_END", "messageId": "m"}]
+
+
+def measure(label: str, typed: list[Any], variants: dict[str, Any], repeats: int) -> None:
+    """Print each variant's µs/event (min and median over ``repeats``) and its overhead."""
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(repeats):
+        for name, telemetry in variants.items():
+            times[name].append(asyncio.run(emit_all(typed, telemetry=telemetry, clock=CPU)))
+    n = len(typed)
+    per = {name: [s / n * 1e6 for s in seconds] for name, seconds in times.items()}
+    base = min(per["no telemetry"])
+    print(f"RunWriter.emit with telemetry, {label}: {n} typed events -> SSE (CPU time)")
+    for name, values in per.items():
+        best = min(values)
+        print(
+            f"  {name:<32} {best:6.2f} µs/event min  {statistics.median(values):6.2f} median"
+            f"  {100 * (best / base - 1):+6.1f}% vs no telemetry"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=15)
     options = parser.parse_args()
 
-    typed = [parse_event(d) for d in realistic_run(options.events)]
     exporter = InMemorySpanExporter()
     simple = TracerProvider()
     simple.add_span_processor(SimpleSpanProcessor(exporter))
@@ -70,23 +98,16 @@ def main() -> None:
             tracer_provider=batched, meter_provider=meter_provider
         ),
     }
-    times: dict[str, list[float]] = {name: [] for name in variants}
     asyncio.run(emit_all([parse_event(d) for d in realistic_run(2000)]))  # warm up
-    for _ in range(options.repeats):
-        for name, telemetry in variants.items():
-            times[name].append(asyncio.run(emit_all(typed, telemetry=telemetry, clock=CPU)))
-            exporter.clear()
-
-    n = len(typed)
-    per = {name: [s / n * 1e6 for s in seconds] for name, seconds in times.items()}
-    base = min(per["no telemetry"])
-    print(f"RunWriter.emit with telemetry, {n} typed events of one run -> SSE")
-    for name, values in per.items():
-        best = min(values)
-        print(
-            f"  {name:<32} {best:6.2f} µs/event min  {statistics.median(values):6.2f} median"
-            f"  {100 * (best / base - 1):+6.1f}% vs no telemetry"
-        )
+    for label, docs in (
+        (
+            "the realistic run (a reasoning span and a tool span every ~86 events)",
+            realistic_run(options.events),
+        ),
+        ("one long message (the per-event path alone)", text_run(options.events)),
+    ):
+        measure(label, [parse_event(d) for d in docs], variants, options.repeats)
+        exporter.clear()
     print("  budget: no SDK <= +2%, SDK to memory <= +15%")
     batched.shutdown()
     simple.shutdown()

@@ -392,9 +392,12 @@ class _RunObserver:
         """One typed event, after chunk expansion, in the order it was sent or delivered."""
         kind = event.type
         counts = self._counts
-        counts[kind] = counts.get(kind, 0) + 1
-        if self._first is None and kind != "RUN_STARTED":
-            self._first = time.perf_counter()
+        if kind in counts:
+            counts[kind] += 1
+        else:  # the first event after RUN_STARTED is necessarily a kind not seen yet
+            counts[kind] = 1
+            if self._first is None and kind != "RUN_STARTED":
+                self._first = time.perf_counter()
         handler = self._handlers.get(kind)
         if handler is not None and not self.ended:
             handler(self, event)
@@ -661,9 +664,9 @@ class _RunObserver:
 
     def _text_end(self, event: Any) -> None:
         found: dict[str, Any] = {"agui.message.id": event.message_id}
-        parts = self._texts.pop(event.message_id, None)
-        if parts is not None:
-            found["agui.message.content"] = self.telemetry.clip("".join(parts))
+        found["agui.message.content"] = self.telemetry.clip(
+            "".join(self._texts.pop(event.message_id, ()))
+        )
         self._note("agui.text_message", event.subagent_run_id, found)
 
 
@@ -698,9 +701,12 @@ _HANDLERS: Final = {
 _SHAPING: Final = {
     kind: handler
     for kind, handler in _HANDLERS.items()
-    if kind not in ("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS")
+    if kind
+    not in ("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "TOOL_CALL_ARGS")
 }
-"""The same without the handlers that only collect content: the table when not capturing."""
+"""The same without the handlers that only collect or report content: the table when not
+capturing (a text message is then no span event at all: each costs the SDK as much as a
+short span, and without its text it would say only that a message ended)."""
 
 _ENDING: Final = {
     "RUN_FINISHED": lambda observer, event: (
