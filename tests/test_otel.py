@@ -733,3 +733,65 @@ def test_the_producer_and_the_clients_import_no_opentelemetry() -> None:
     ).stdout.strip()
 
     assert loaded == "[]"
+
+
+def test_the_endpoint_continues_the_requests_traceparent_and_tracestate(sdk: Sdk) -> None:
+    import httpx
+
+    async def handler(run_input: Any, run: RunWriter) -> None:
+        await run.say("hi")
+
+    trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    headers = {
+        "traceparent": f"00-{trace_id}-{parent_id}-01",
+        "tracestate": "vendor=opaque",
+    }
+    app = create_app(handler, telemetry=sdk.telemetry())
+    with serve_asgi(app) as base:
+        answer = httpx.post(base + "/", json=run_input("run-w"), headers=headers, timeout=30)
+    assert answer.status_code == 200
+
+    (span,) = sdk.exporter.get_finished_spans()
+    assert format(span.context.trace_id, "032x") == trace_id
+    assert span.parent is not None and format(span.parent.span_id, "016x") == parent_id
+    assert span.parent.is_remote
+    assert span.context.trace_state.get("vendor") == "opaque"
+    assert f"00-{trace_id}-{format(span.context.span_id, '016x')}-01" in answer.text
+
+
+def test_a_clients_findings_are_span_events_with_the_sessions_index(sdk: Sdk) -> None:
+    """What the client's session tolerates (an unknown member, ``AGUI-W002``) is a finding
+    on the client's run span, and a count."""
+    from aguikit import AgentClient
+
+    events = [
+        {"type": "RUN_STARTED", "threadId": THREAD, "runId": "run-c"},
+        {"type": "STEP_STARTED", "stepName": "s", "surprise": 1},
+        {"type": "STEP_FINISHED", "stepName": "s"},
+        {"type": "RUN_FINISHED", "threadId": THREAD, "runId": "run-c"},
+    ]
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+    with serve() as server:
+        url = server.add("/agent", Route([body]))
+        list(AgentClient(url, telemetry=sdk.telemetry()).run_sync(run_input("run-c")))
+
+    (step, run) = from_sdk(sdk.exporter.get_finished_spans())
+    assert (step.name, step.parent_id) == ("step s", run.span_id)
+    assert run.events == [
+        (
+            "agui.finding",
+            {
+                "agui.rule.id": "AGUI-W002",
+                "agui.rule.symbol": "unknown-member",
+                "agui.rule.severity": "warning",
+                "agui.event.index": 1,
+            },
+        )
+    ]
+    assert sdk.metric("agui.findings") == {
+        (
+            ("agui.rule.id", "AGUI-W002"),
+            ("agui.rule.severity", "warning"),
+            ("agui.side", "client"),
+        ): 1
+    }
