@@ -58,6 +58,7 @@ __all__ = [
     "CAPTURE_CONTENT_ENV",
     "METADATA_KEY",
     "AguikitInstrumentor",
+    "ObservedRun",
     "Telemetry",
     "usage_attributes",
 ]
@@ -206,7 +207,7 @@ class Telemetry:
 
     def observe(
         self, run_input: Any, *, side: str, headers: Mapping[str, str] | None = None
-    ) -> _RunObserver | None:
+    ) -> ObservedRun | None:
         """
         Start observing the run ``run_input`` asks for (an aguikit ``RunAgentInput`` or
         its wire dict): its span starts now, as a child of the trace ``headers`` carry
@@ -215,7 +216,7 @@ class Telemetry:
 
         ``side`` is ``"server"`` (a ``SERVER`` span: the writer), ``"client"`` (``CLIENT``:
         the clients) or ``"proxy"`` (``SERVER``: one span per proxied exchange, whose
-        :meth:`_RunObserver.headers` the proxy forwards upstream, so the agent's run
+        :meth:`ObservedRun.headers` the proxy forwards upstream, so the agent's run
         nests under it); it is also the metrics' ``agui.side``.
 
         Raises:
@@ -260,7 +261,7 @@ class Telemetry:
         if not span.is_recording() and not self.metrics_enabled:
             span.end()
             return None
-        return _RunObserver(self, span, side, thread_id, run_id)
+        return ObservedRun(self, span, side, thread_id, run_id)
 
     def clip(self, value: Any) -> str:
         """``value`` as text (JSON unless it is a string), cut to ``max_content_length``."""
@@ -340,8 +341,12 @@ class _Tool:
         self.args: list[str] = []
 
 
-class _RunObserver:
-    """One run's spans and counts (see :mod:`aguikit.otel`); built by :meth:`Telemetry.observe`."""
+class ObservedRun:
+    """
+    One run's spans and counts (see :mod:`aguikit.otel`), built by :meth:`Telemetry.observe`
+    and told the run's events in order: what the writer and the clients do through
+    :mod:`aguikit._observe`, and what a proxy does for each exchange it relays.
+    """
 
     __slots__ = (
         "_counts",
@@ -677,24 +682,24 @@ def _outcome(event: Any) -> str:
 
 
 _HANDLERS: Final = {
-    "RUN_STARTED": _RunObserver._run_started,
-    "RUN_FINISHED": _RunObserver._run_finished,
-    "RUN_ERROR": _RunObserver._run_error,
-    "STEP_STARTED": _RunObserver._step_started,
-    "STEP_FINISHED": _RunObserver._step_finished,
-    "TOOL_CALL_START": _RunObserver._tool_call_start,
-    "TOOL_CALL_ARGS": _RunObserver._tool_call_args,
-    "TOOL_CALL_END": _RunObserver._tool_call_end,
-    "TOOL_CALL_RESULT": _RunObserver._tool_call_result,
-    "REASONING_START": _RunObserver._reasoning_start,
-    "REASONING_END": _RunObserver._reasoning_end,
-    "SUBAGENT_STARTED": _RunObserver._subagent_started,
-    "SUBAGENT_FINISHED": _RunObserver._subagent_finished,
-    "SUBAGENT_ERROR": _RunObserver._subagent_error,
-    "STATE_SNAPSHOT": _RunObserver._state_snapshot,
-    "TEXT_MESSAGE_START": _RunObserver._text_start,
-    "TEXT_MESSAGE_CONTENT": _RunObserver._text_content,
-    "TEXT_MESSAGE_END": _RunObserver._text_end,
+    "RUN_STARTED": ObservedRun._run_started,
+    "RUN_FINISHED": ObservedRun._run_finished,
+    "RUN_ERROR": ObservedRun._run_error,
+    "STEP_STARTED": ObservedRun._step_started,
+    "STEP_FINISHED": ObservedRun._step_finished,
+    "TOOL_CALL_START": ObservedRun._tool_call_start,
+    "TOOL_CALL_ARGS": ObservedRun._tool_call_args,
+    "TOOL_CALL_END": ObservedRun._tool_call_end,
+    "TOOL_CALL_RESULT": ObservedRun._tool_call_result,
+    "REASONING_START": ObservedRun._reasoning_start,
+    "REASONING_END": ObservedRun._reasoning_end,
+    "SUBAGENT_STARTED": ObservedRun._subagent_started,
+    "SUBAGENT_FINISHED": ObservedRun._subagent_finished,
+    "SUBAGENT_ERROR": ObservedRun._subagent_error,
+    "STATE_SNAPSHOT": ObservedRun._state_snapshot,
+    "TEXT_MESSAGE_START": ObservedRun._text_start,
+    "TEXT_MESSAGE_CONTENT": ObservedRun._text_content,
+    "TEXT_MESSAGE_END": ObservedRun._text_end,
 }
 """The events that shape the tree; every other event is only counted."""
 
