@@ -225,11 +225,12 @@ class Telemetry:
         kind = _KINDS.get(side)
         if kind is None:
             raise ValueError(f"side must be one of {sorted(_KINDS)}, not {side!r}")
-        thread_id, run_id, parent_run_id, answered = _input_fields(run_input)
+        thread_id, run_id, parent_run_id = _input_fields(run_input)
         parent = propagate.extract(headers) if headers else None
         links = []
         resolved: list[tuple[Span, Any]] = []
-        if self._pending and answered:
+        if self._pending:
+            answered = _answered(run_input)
             with self._lock:
                 for call_id, content in answered.items():
                     span = self._pending.pop((thread_id, call_id), None)
@@ -310,26 +311,31 @@ def _version() -> str:
         return "0"
 
 
-def _input_fields(run_input: Any) -> tuple[str, str, str | None, dict[str, Any]]:
-    """thread id, run id, parent run id and each tool result the input's messages carry."""
+def _input_fields(run_input: Any) -> tuple[str, str, str | None]:
+    """The thread id, run id and parent run id of a run input (typed or its wire dict)."""
     if isinstance(run_input, Mapping):
-        answered = {
-            m["toolCallId"]: m.get("content")
-            for m in run_input.get("messages") or ()
-            if isinstance(m, Mapping) and m.get("role") == "tool" and "toolCallId" in m
-        }
         return (
             str(run_input.get("threadId", "")),
             str(run_input.get("runId", "")),
             run_input.get("parentRunId"),
-            answered,
         )
-    answered = {
+    return run_input.thread_id, run_input.run_id, run_input.parent_run_id
+
+
+def _answered(run_input: Any) -> dict[str, Any]:
+    """Each tool result the input's messages carry, by call id: read only while some
+    frontend tool span waits, so a long conversation costs a run nothing otherwise."""
+    if isinstance(run_input, Mapping):
+        return {
+            m["toolCallId"]: m.get("content")
+            for m in run_input.get("messages") or ()
+            if isinstance(m, Mapping) and m.get("role") == "tool" and "toolCallId" in m
+        }
+    return {
         m.tool_call_id: m.content
         for m in run_input.messages or ()
         if getattr(m, "role", None) == "tool"
     }
-    return run_input.thread_id, run_input.run_id, run_input.parent_run_id, answered
 
 
 class _Tool:
