@@ -795,3 +795,31 @@ def test_a_clients_findings_are_span_events_with_the_sessions_index(sdk: Sdk) ->
             ("agui.side", "client"),
         ): 1
     }
+
+
+def test_one_telemetry_at_both_ends_keeps_each_sides_frontend_tool(sdk: Sdk) -> None:
+    """The instrumentor's one ``Telemetry`` serving an app in process and its client: the
+    producer's and the client's span of one frontend call are two spans, both ended by
+    the run that answers it."""
+    from aguikit import Agent
+
+    async def handler(run_input: Any, run: RunWriter) -> None:
+        if not any(m.role == "tool" for m in run_input.messages):
+            await run.call_tool("pick_date", {}, tool_call_id="call-both")
+
+    telemetry = sdk.telemetry()
+    app = create_app(handler, telemetry=telemetry)
+
+    async def converse() -> None:
+        agent = Agent("http://agent/", app=app, telemetry=telemetry)
+        await agent.run()
+        agent.messages.append(
+            agent._message({"id": "t", "role": "tool", "toolCallId": "call-both", "content": "1"})
+        )
+        await agent.run()
+
+    asyncio.run(converse())
+
+    tools = [n for n in from_sdk(sdk.exporter.get_finished_spans()) if n.name.startswith("exec")]
+    assert len(tools) == 2 and all(len(tool.links) == 1 for tool in tools)
+    assert "agui.tool.unanswered" not in str([t.attributes for t in tools])

@@ -196,7 +196,8 @@ class Telemetry:
             unit="s",
             description="From the run's start to its first event after RUN_STARTED",
         )
-        self._pending: OrderedDict[tuple[str, str], Span] = OrderedDict()
+        self._pending: OrderedDict[tuple[str, str, str], Span] = OrderedDict()
+        """Frontend tool spans by (side, thread id, call id): one process may hold both ends."""
         self._lock = threading.Lock()
 
     @property
@@ -233,7 +234,7 @@ class Telemetry:
             answered = _answered(run_input)
             with self._lock:
                 for call_id, content in answered.items():
-                    span = self._pending.pop((thread_id, call_id), None)
+                    span = self._pending.pop((side, thread_id, call_id), None)
                     if span is not None:
                         resolved.append((span, content))
                         links.append(Link(span.get_span_context()))
@@ -273,14 +274,14 @@ class Telemetry:
         )
         return text[: self.max_content_length]
 
-    def _park(self, thread_id: str, call_id: str, span: Span) -> None:
+    def _park(self, key: tuple[str, str, str], span: Span) -> None:
         """Keep a frontend tool's span open until a later run brings its result."""
         if self.max_pending_tools == 0:
             span.set_attribute("agui.tool.unanswered", True)
             span.end()
             return
         with self._lock:
-            self._pending[(thread_id, call_id)] = span
+            self._pending[key] = span
             evicted = []
             while len(self._pending) > self.max_pending_tools:
                 evicted.append(self._pending.popitem(last=False)[1])
@@ -515,7 +516,7 @@ class ObservedRun:
             for reasoning in self._reasoning.values():
                 reasoning.end()
             for tool_call_id, tool in self._tools.items():
-                telemetry._park(self.thread_id, tool_call_id, tool.span)
+                telemetry._park((self.side, self.thread_id, tool_call_id), tool.span)
             for owner, sub in self._owners.items():
                 if owner is not None:
                     sub.end()
@@ -613,7 +614,8 @@ class ObservedRun:
             span = tool.span
         else:  # a call an earlier run asked for, answered by this run's own event
             with telemetry._lock:
-                parked = telemetry._pending.pop((self.thread_id, event.tool_call_id), None)
+                key = (self.side, self.thread_id, event.tool_call_id)
+                parked = telemetry._pending.pop(key, None)
             if parked is None:
                 return
             span = parked
