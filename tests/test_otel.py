@@ -823,3 +823,28 @@ def test_one_telemetry_at_both_ends_keeps_each_sides_frontend_tool(sdk: Sdk) -> 
     tools = [n for n in from_sdk(sdk.exporter.get_finished_spans()) if n.name.startswith("exec")]
     assert len(tools) == 2 and all(len(tool.links) == 1 for tool in tools)
     assert "agui.tool.unanswered" not in str([t.attributes for t in tools])
+
+
+def test_telemetry_that_fails_never_fails_the_run(
+    sdk: Sdk, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Broken(Telemetry):
+        def observe(self, *args: Any, **kwargs: Any) -> Any:
+            observed = super().observe(*args, **kwargs)
+            observed._handlers = {**observed._handlers, "TOOL_CALL_START": lambda *_: 1 / 0}
+            return observed
+
+    async def produce() -> list[Mapping[str, Any]]:
+        async with RunWriter(
+            run_input("run-b"), telemetry=Broken(tracer_provider=sdk.tracer_provider)
+        ) as run:
+            await run.call_tool("t", {}, tool_call_id="c")
+            await run.tool_result("c", "ok")
+        return run.events
+
+    events = asyncio.run(produce())
+
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert "could not record TOOL_CALL_START" in caplog.text
+    (span,) = from_sdk(sdk.exporter.get_finished_spans())
+    assert span.attributes["agui.run.outcome"] == "success"

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 import time
@@ -72,6 +73,8 @@ CAPTURE_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
 """The GenAI conventions' content-capture switch, read when ``capture_content`` is unset."""
 
 SCOPE: Final = "aguikit"
+
+LOGGER: Final = logging.getLogger("aguikit.otel")
 
 # The GenAI semantic conventions' names, as opentelemetry-semantic-conventions spells them
 # (tests/test_otel.py checks each against the installed package, which this module does
@@ -412,7 +415,10 @@ class ObservedRun:
                 self._first = time.perf_counter()
         handler = self._handlers.get(kind)
         if handler is not None and not self.ended:
-            handler(self, event)
+            try:
+                handler(self, event)
+            except Exception:  # telemetry must never fail the run it observes
+                LOGGER.exception("aguikit.otel could not record %s; the run goes on", kind)
 
     def warning(self, code: str, index: int | None) -> None:
         """A finding (or a repair, ``producer-repaired``): a span event and a count."""
