@@ -848,3 +848,11 @@ def test_telemetry_that_fails_never_fails_the_run(
     assert "could not record TOOL_CALL_START" in caplog.text
     (span,) = from_sdk(sdk.exporter.get_finished_spans())
     assert span.attributes["agui.run.outcome"] == "success"
+
+
+def test_the_readme_and_the_guide_show_the_scenarios_tree() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    for document in ("README.md", "docs/otel.md"):
+        assert f"```text\n{TREE}```" in (root / document).read_text(encoding="utf-8"), document
