@@ -194,9 +194,10 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on src/ (generated code included: it is typed like the rest)."""
     # The optional extras too: the server speaks Starlette (and Redis), interop the official
-    # SDK, the pytest plugin pytest; the protobuf stubs type the generated agui_pb2.
+    # SDK, the pytest plugin pytest, aguikit.otel the OpenTelemetry API; the protobuf stubs
+    # type the generated agui_pb2.
     session.install(
-        "-e", ".[server,sdk,redis,testing]", "mypy", "types-jsonschema", "types-protobuf"
+        "-e", ".[server,sdk,redis,testing,otel]", "mypy", "types-jsonschema", "types-protobuf"
     )
     session.run("mypy", "--strict", str(SRC))
 

@@ -179,6 +179,28 @@ def _best(seconds: list[float], count: int) -> tuple[float, float]:
     return min(per), statistics.median(per)
 
 
+async def emit_all(
+    items: list[Any], *, telemetry: Any = None, clock: Any = time.perf_counter
+) -> float:
+    """Seconds (by ``clock``) to emit ``items`` through one writer into an SSE-encoding
+    sink, the writer's start and finish not counted."""
+    frames: list[bytes] = []
+
+    async def sink(wire: Mapping[str, Any]) -> None:
+        frames.append(encode_bytes(wire))
+
+    run_input = {"threadId": "t", "runId": "r", "messages": []}
+    run = RunWriter(run_input, sink=sink, telemetry=telemetry)
+    await run.start()
+    start = clock()
+    for item in items:
+        await run.emit(item)
+    elapsed: float = clock() - start
+    await run.finish()
+    assert len(frames) == len(items) + 2
+    return elapsed
+
+
 def overhead(events: int, repeats: int) -> float:
     """Print µs/event of the SDK encoder and of RunWriter; return the ratio of minimums."""
     from ag_ui.core import Event as SdkEvent
@@ -189,7 +211,6 @@ def overhead(events: int, repeats: int) -> float:
     typed = [parse_event(d) for d in docs]
     sdk_events = [TypeAdapter(SdkEvent).validate_python(d) for d in docs]
     encoder = EventEncoder()
-    run_input = {"threadId": "t", "runId": "r", "messages": []}
 
     sdk_times: list[float] = []
     for _ in range(repeats):
@@ -197,22 +218,6 @@ def overhead(events: int, repeats: int) -> float:
         for event in sdk_events:
             encoder.encode(event)
         sdk_times.append(time.perf_counter() - start)
-
-    async def emit_all(items: list[Any]) -> float:
-        frames: list[bytes] = []
-
-        async def sink(wire: Mapping[str, Any]) -> None:
-            frames.append(encode_bytes(wire))
-
-        run = RunWriter(run_input, sink=sink)
-        await run.start()
-        start = time.perf_counter()
-        for item in items:
-            await run.emit(item)
-        elapsed = time.perf_counter() - start
-        await run.finish()
-        assert len(frames) == len(items) + 2
-        return elapsed
 
     ours_typed = [asyncio.run(emit_all(typed)) for _ in range(repeats)]
     ours_dicts = [asyncio.run(emit_all(docs)) for _ in range(repeats)]

@@ -26,6 +26,7 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.limits": 0,
     "aguikit.catalogue": 0,
     "aguikit._deprecation": 0,
+    "aguikit._observe": 0,
     "aguikit.errors": 1,
     "aguikit._guard": 2,
     # one JSON reader, one writer, one depth guard; the RFC 6902 engine
@@ -59,6 +60,8 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.transport.proto": 15,
     "aguikit.proto": 15,
     "aguikit.encode": 16,
+    # run telemetry: reads typed events and warnings, called by the producer and clients
+    "aguikit.otel": 16,
     # the top: the HTTP client, the reference renderer, the command line
     "aguikit.client": 17,
     "aguikit.agent": 17,

@@ -69,6 +69,8 @@ EXPECTED: dict[str, list[str]] = {
         "Thanks, noted: confirmed.",  # ... the second turn
         "['get_weather']",  # ... and the capabilities the example declares
     ],
+    # the client's spans of a run of the README's server, traced by the three lines
+    "AguikitInstrumentor": ["['execute_tool get_time', 'invoke_agent', 'invoke_agent critic']"],
 }
 """What a snippet holding the key prints, beyond running without an error."""
 

@@ -32,7 +32,7 @@ import inspect
 import logging
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import aclosing
+from contextlib import ExitStack, aclosing
 from typing import Any, Final, Protocol, TypeAlias
 
 import attrs
@@ -58,8 +58,9 @@ from ._generated.models import (
     ToolMessage,
 )
 from ._generated.registry import EVENT_CLASSES, PROTOCOL_VERSION
+from ._observe import Observe, observing
 from .changes import What
-from .client import AgentClient, prepare_input
+from .client import AgentClient, observed, prepare_input
 from .errors import AguiError
 from .models import Event
 from .session import RunOutcome, Session, Update
@@ -303,6 +304,9 @@ class Agent:
         max_reconnects, backoff, max_backoff: Reconnecting a dropped stream (see
             :class:`~aguikit.client.AgentClient`).
         transport: An ``httpx`` async transport to use instead of the network.
+        telemetry: An :class:`aguikit.otel.Telemetry` tracing each run, as for
+            :class:`~aguikit.client.AgentClient` (``docs/otel.md``): a frontend tool a
+            run asked for is one span, ended when the run that sends its result starts.
 
     .. versionadded:: 0.2.0
     .. versionchanged:: 0.3.0  ``app`` streams (through ``ASGIStreamTransport``).
@@ -328,6 +332,7 @@ class Agent:
         backoff: float = 0.1,
         max_backoff: float = 5.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        telemetry: Observe | None = None,
     ) -> None:
         if app is not None:
             transport = ASGIStreamTransport(app)
@@ -349,6 +354,7 @@ class Agent:
             max_reconnects=max_reconnects,
             backoff=backoff,
             max_backoff=max_backoff,
+            telemetry=telemetry,
         )
         self._transport = transport
         self._subscribers: list[Any] = []
@@ -547,16 +553,27 @@ class Agent:
         tracker = _Tracker(self, errors)
         # The specification's order: compatibility boundary, middleware, then the session's
         # enforcement, expansion, verification and application (docs/DESIGN.md).
-        events = _translated(self._client.aevents(body, join=join), session)
+        observer = self._client.observe(body)
+        headers = None if observer is None else observer.headers()
+        events = _translated(self._client.aevents(body, join=join, headers=headers), session)
         for middleware in self._middleware:
             events = middleware(events)
         try:
             try:
-                async for item in events:
-                    for update in session.feed(_judged(item)):
+                with ExitStack() as observing_run:
+                    if observer is not None:
+                        observing_run.enter_context(observing(observer))
+                    async for item in events:
+                        updates = session.feed(_judged(item))
+                        if observer is not None:
+                            observed(observer, session, updates)
+                        for update in updates:
+                            await tracker.deliver(update, session)
+                    updates = session.finish()
+                    if observer is not None:
+                        observed(observer, session, updates)
+                    for update in updates:
                         await tracker.deliver(update, session)
-                for update in session.finish():
-                    await tracker.deliver(update, session)
             finally:
                 closer = getattr(events, "aclose", None)
                 if closer is not None:

@@ -47,6 +47,7 @@ from typing import Any, Final
 
 import httpx
 
+from . import _observe
 from ._generated.models import RunAgentInput
 from ._generated.registry import PROTOCOL_VERSION
 from .catalogue import RULES_BY_ID, Severity, render_message
@@ -284,6 +285,10 @@ class AgentClient:
             before 1.1 said to answer SSE).  A binary
             answer carries no frame ids, so it is not resumed after a drop; reconnects
             and joins ask for SSE only.
+        telemetry: An :class:`aguikit.otel.Telemetry` tracing each run (a ``CLIENT``
+            span whose context the request carries as ``traceparent``, with the run's
+            steps, tools and subagents under it; ``docs/otel.md``); ``None`` uses the
+            one ``AguikitInstrumentor().instrument()`` installed, if any.
 
     .. versionchanged:: 0.2
        ``binary``: the protobuf transport.
@@ -307,8 +312,10 @@ class AgentClient:
         backoff: float = 0.1,
         max_backoff: float = 5.0,
         binary: bool = False,
+        telemetry: _observe.Observe | None = None,
     ) -> None:
         self.url = url
+        self.telemetry = telemetry
         self.max_reconnects = max_reconnects
         self.backoff = backoff
         self.max_backoff = max_backoff
@@ -393,9 +400,16 @@ class AgentClient:
         """
         body = self._request(run_input)
         session = self._new_session(body)
-        for data in self.events(body):
-            yield from session.feed(data)
-        yield from session.finish()
+        observer = self.observe(body)
+        if observer is None:
+            for data in self.events(body):
+                yield from session.feed(data)
+            yield from session.finish()
+            return
+        with _observe.observing(observer):
+            for data in self.events(body, headers=observer.headers()):
+                yield from observed(observer, session, session.feed(data))
+            yield from observed(observer, session, session.finish())
 
     async def run(self, run_input: RunAgentInput | Mapping[str, Any]) -> AsyncIterator[Update]:
         """
@@ -412,20 +426,37 @@ class AgentClient:
         """
         body = self._request(run_input)
         session = self._new_session(body)
-        events = self.aevents(body)
-        async with aclosing(events):
-            async for data in events:
-                for update in session.feed(data):
-                    yield update
-        for update in session.finish():
-            yield update
+        observer = self.observe(body)
+        if observer is None:
+            events = self.aevents(body)
+            async with aclosing(events):
+                async for data in events:
+                    for update in session.feed(data):
+                        yield update
+            for update in session.finish():
+                yield update
+            return
+        with _observe.observing(observer):
+            events = self.aevents(body, headers=observer.headers())
+            async with aclosing(events):
+                async for data in events:
+                    for update in observed(observer, session, session.feed(data)):
+                        yield update
+            for update in observed(observer, session, session.finish()):
+                yield update
 
-    def events(self, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    def observe(self, body: Mapping[str, Any]) -> _observe.RunObserver | None:
+        """The telemetry observer of the run ``body`` asks for (``None``: none configured)."""
+        return _observe.observe(self.telemetry, body, side="client")
+
+    def events(
+        self, body: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> Iterator[dict[str, Any]]:
         """
         The synchronous twin of :meth:`aevents` (what :meth:`run_sync` folds), resuming a
         dropped resumable stream the same way.
         """
-        resume = _Resume(self, body)
+        resume = _Resume(self, body, headers=headers)
         try:
             while True:
                 chunks = post_stream(self.url, body, **resume.request(self._transport))
@@ -447,7 +478,11 @@ class AgentClient:
             raise
 
     async def aevents(
-        self, body: Mapping[str, Any], *, join: bool = False
+        self,
+        body: Mapping[str, Any],
+        *,
+        join: bool = False,
+        headers: Mapping[str, str] | None = None,
     ) -> AsyncGenerator[dict[str, Any], None]:
         """
         POST ``body`` (an already prepared request) and yield the answer's decoded wire
@@ -466,6 +501,9 @@ class AgentClient:
         ``binary=True`` the first request prefers protobuf; a protobuf answer has no frame
         ids, so it is not resumable, and a reconnect or join asks for SSE only.
 
+        ``headers`` are added to the client's own for this run's requests (the trace
+        context :meth:`observe`'s observer carries).
+
         ``join`` follows a run already in progress (``body["runId"]``) rather than
         starting one: the first request asks for the server's prelude (``Last-Event-ID:
         0`` and ``X-AGUI-Join: prelude``).
@@ -480,7 +518,7 @@ class AgentClient:
             TruncatedStreamError: The stream dropped and could not be resumed (the server
                 refused, or ``max_reconnects`` attempts failed); names the last event.
         """
-        resume = _Resume(self, body, join=join)
+        resume = _Resume(self, body, join=join, headers=headers)
         try:
             while True:
                 chunks = apost_stream(self.url, body, **resume.request(self._async_transport))
@@ -509,14 +547,33 @@ class AgentClient:
             raise
 
 
+def observed(
+    observer: _observe.RunObserver, session: Session, updates: list[Update]
+) -> list[Update]:
+    """Tell ``observer`` the events ``updates`` deliver and the warnings their feed raised."""
+    for update in updates:
+        observer.event(update.event)
+    for warning in session.last_warnings:
+        observer.warning(warning.code, warning.event_index)
+    return updates
+
+
 class _Resume:
     """
     One request's reconnect bookkeeping, shared by the sync and async loops: the ids
     delivered, the last event, whether the server can resume, and the backoff.
     """
 
-    def __init__(self, client: AgentClient, body: Mapping[str, Any], *, join: bool = False) -> None:
+    def __init__(
+        self,
+        client: AgentClient,
+        body: Mapping[str, Any],
+        *,
+        join: bool = False,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self.join = join
+        self.headers = {**client.headers, **(headers or {})}
         self.client = client
         self.body = body
         self.last_id: str | None = None
@@ -546,7 +603,7 @@ class _Resume:
     def request(self, transport: Any) -> dict[str, Any]:
         """The fetch's options for the next request (``Last-Event-ID`` on a reconnect)."""
         self.earlier = frozenset(self.delivered)
-        headers = dict(self.client.headers)
+        headers = dict(self.headers)
         if self.resumable or self.join:
             headers["Last-Event-ID"] = self.last_id or "0"
         if self.join and self.last_id is None:

@@ -76,6 +76,7 @@ from starlette.types import Receive, Scope, Send
 
 from .._generated.models import AgentCapabilities, RunAgentInput
 from .._generated.registry import PROTOCOL_VERSION
+from .._observe import Observe
 from ..catalogue import DECODE_RULES, render_message
 from ..encode import encode_proto
 from ..errors import DecodeError, short_repr
@@ -589,6 +590,8 @@ class EventStreamResponse(Response):
         on_error: ErrorReport | None = None,
         expose_errors: bool = False,
         principal: str | None = None,
+        telemetry: Observe | None = None,
+        trace_headers: Mapping[str, str] | None = None,
     ) -> None:
         # As StreamingResponse does: no body, so no Content-Length is declared.
         self.status_code = 200
@@ -603,6 +606,8 @@ class EventStreamResponse(Response):
         self.on_error = on_error
         self.expose_errors = expose_errors
         self.principal = principal
+        self.telemetry = telemetry
+        self.trace_headers = trace_headers
         self.keepalive = keepalive if media_type == sse.MEDIA_TYPE else None
         self.queue_size = queue_size
         self.snapshot_every = snapshot_every
@@ -698,8 +703,11 @@ class EventStreamResponse(Response):
             on_error=self.on_error,
             expose_errors=self.expose_errors,
             principal=self.principal,
+            telemetry=self.telemetry,
+            trace_headers=self.trace_headers,
         )
-        await self.handler(self.run_input, run)
+        with run.activate_trace():
+            await self.handler(self.run_input, run)
 
     async def _follow(
         self, log: EventLog, queue: asyncio.Queue[Any], started: _LoggedRun | None
@@ -944,6 +952,7 @@ def agui_endpoint(
     on_error: ErrorReport | None = None,
     expose_errors: bool = False,
     max_body_bytes: int = MAX_BODY_BYTES,
+    telemetry: Observe | None = None,
 ) -> Callable[[Request], Awaitable[Response]]:
     """
     Wrap ``handler`` as an HTTP endpoint that answers AG-UI run requests.
@@ -1006,6 +1015,10 @@ def agui_endpoint(
         max_body_bytes: The largest request body read, in bytes (``413`` beyond it; read
             incrementally).  It also bounds the work of a ``422``'s explanation
             (``docs/limits.md``).
+        telemetry: An :class:`aguikit.otel.Telemetry` tracing every run this endpoint
+            serves (``docs/otel.md``); each run's span continues the request's W3C
+            ``traceparent``/``tracestate``.  ``None``: the one
+            ``AguikitInstrumentor().instrument()`` installed, if any.
 
     Raises:
         TypeError: ``handler`` is neither a coroutine function nor an async generator
@@ -1076,6 +1089,8 @@ def agui_endpoint(
             on_error=on_error,
             expose_errors=expose_errors,
             principal=principal,
+            telemetry=telemetry,
+            trace_headers=request.headers,
         )
 
     endpoint.__name__ = getattr(handler, "__name__", "agui_endpoint")

@@ -70,6 +70,7 @@ from typing import Any, ClassVar, Final, Literal
 import attrs
 import jsonpatch
 
+from .. import _observe
 from .._generated.models import Event, RunAgentInput, StateDeltaEvent, StateSnapshotEvent
 from .._generated.registry import EVENT_CLASSES, PROTOCOL_VERSION
 from ..catalogue import RULES_BY_ID, RULES_BY_SYMBOL, render_message
@@ -205,6 +206,7 @@ class _Stream:
         "interrupts",
         "mode",
         "normalizer",
+        "observer",
         "on_error",
         "peer_version",
         "pending",
@@ -262,6 +264,8 @@ class _Stream:
         self.peer_version = peer_version
         # (omit_newer_members decides what an older, newer or unreadable version lacks.)
         self.downgrade = peer_version != PROTOCOL_VERSION
+        self.observer: _observe.RunObserver | None = None
+        """Told every event sent and every finding (``aguikit.otel``); ``None``: nobody."""
 
     # -- checking -------------------------------------------------------------------------
 
@@ -301,6 +305,8 @@ class _Stream:
         rule's id and symbol (``AGUI-W021 producer-repaired``)."""
         at = self.count if index is None else index
         self.warnings.append(SessionWarning(code, message, at))
+        if self.observer is not None:
+            self.observer.warning(code, at)
         LOGGER.warning("%s %s (event %s): %s", RULES_BY_SYMBOL[code].id, code, at, message)
 
     def report(self, exc: BaseException) -> tuple[str, str]:
@@ -467,6 +473,8 @@ class _Stream:
         except AguiError as error:
             for closer in self.pending:  # repairs the verifier accepted before the refusal
                 await self._send(closer)
+            if self.observer is not None:
+                self._observed(())
             error.event_index = self.count
             if self.mode != "audit":  # audit raises at the call, and the run goes on
                 self.fatal = error
@@ -474,7 +482,22 @@ class _Stream:
         for closer in self.pending:
             await self._send(closer)
         await self._send(wire)
+        observer = self.observer
+        if observer is not None:
+            if self.pending:
+                self._observed(())
+            for each in expanded:
+                observer.event(each)
         return event
+
+    def _observed(self, expanded: Any) -> None:
+        """Tell the observer what was just sent: the repairs' closers, then the events."""
+        observer = self.observer
+        assert observer is not None
+        for closer in self.pending:
+            observer.event(parse_event(closer, check=False))
+        for each in expanded:
+            observer.event(each)
 
     async def _audit_invalid(self, item: Mapping[str, Any], refused: SchemaValidationError) -> None:
         """Audit mode: send a document the schema refuses as given, once the violation is
@@ -1021,6 +1044,12 @@ class RunWriter(EventWriter):
             exceptions.
         principal: Who sent the request, as the endpoint's ``authorize`` hook named
             them (:attr:`principal`).
+        telemetry: An :class:`aguikit.otel.Telemetry` observing this run (a span tree
+            and metrics from the events it sends, ``docs/otel.md``); ``None`` uses the
+            one ``AguikitInstrumentor().instrument()`` installed, if any.  Its trace id
+            rides in ``RUN_STARTED.metadata["aguikit.otel"]``.
+        trace_headers: The request's headers, whose ``traceparent``/``tracestate`` the
+            run's span continues (the endpoint passes them).
 
     A request declaring an older ``protocolVersion`` than aguikit speaks (or none) gets
     every event without the members its version does not have yet
@@ -1038,6 +1067,8 @@ class RunWriter(EventWriter):
         on_error: ErrorReport | None = None,
         expose_errors: bool = False,
         principal: str | None = None,
+        telemetry: _observe.Observe | None = None,
+        trace_headers: Mapping[str, str] | None = None,
     ) -> None:
         if is_sdk_model(run_input):
             run_input = sdk_wire(run_input)
@@ -1069,6 +1100,18 @@ class RunWriter(EventWriter):
         """The exception that ended the run with ``RUN_ERROR``, if one did."""
         self._closed = False
         """Cancelled (the client left): nothing more is written, terminal event included."""
+        self._stream.observer = _observe.observe(
+            telemetry, run_input, side="server", headers=trace_headers
+        )
+
+    def activate_trace(self) -> Any:
+        """
+        A context manager making this run's span the current one, so spans the handler
+        starts itself (a model call an instrumented client makes) nest under the run;
+        a no-op without telemetry.  The endpoint enters it around the handler.
+        """
+        observer = self._stream.observer
+        return contextlib.nullcontext() if observer is None else observer.activate()
 
     @property
     def mode(self) -> Mode:
@@ -1101,6 +1144,10 @@ class RunWriter(EventWriter):
             started["protocolVersion"] = spoken
         if self.input.parent_run_id is not None:
             started["parentRunId"] = self.input.parent_run_id
+        if self._stream.observer is not None:
+            metadata = self._stream.observer.metadata()
+            if metadata is not None:
+                started["metadata"] = metadata
         await self._stream.submit(started)
 
     async def finish(self) -> None:
@@ -1149,6 +1196,8 @@ class RunWriter(EventWriter):
             return
         self.error = error
         stream = self._stream
+        if stream.observer is not None:
+            stream.observer.failed(error)
         stream.fatal = None  # the terminal event is still owed after a strict failure
         message, code = stream.report(error)
         # The server's record: what the client gets instead of the exception, and why.
@@ -1210,6 +1259,13 @@ class RunWriter(EventWriter):
         return self
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        try:
+            return await self._exit(exc)
+        finally:
+            if self._stream.observer is not None:
+                self._stream.observer.end()
+
+    async def _exit(self, exc: BaseException | None) -> bool:
         if exc is None:
             try:
                 await self.finish()
