@@ -103,7 +103,10 @@ def _from_env() -> Any:
         return None
     from aguikit.server.redis_log import RedisEventLog
 
-    log = RedisEventLog.from_url(url)
+    options: dict[str, Any] = {}
+    if os.environ.get("AGUIKIT_TEST_PRODUCER_TTL"):
+        options["producer_ttl"] = float(os.environ["AGUIKIT_TEST_PRODUCER_TTL"])
+    log = RedisEventLog.from_url(url, **options)
     if os.environ.get("AGUIKIT_TEST_HANDLER") == "endless":
         grace = float(os.environ.get("AGUIKIT_TEST_GRACE", "30"))
         return create_app(Endless(), path="/agent", event_log=log, resume_grace=grace)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -214,3 +215,46 @@ def wait_listening(port: int, process: Any, what: str, timeout: float = 30) -> N
         if process.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"{what} did not start")
         time.sleep(0.02)
+
+
+@contextlib.contextmanager
+def uvicorn_workers(
+    app: str, count: int, env: dict[str, str], cwd: Any
+) -> Iterator[list[tuple[str, subprocess.Popen[bytes]]]]:
+    """``count`` uvicorn processes serving ``app`` (``module:attribute``) with ``env``:
+    ``(base URL, process)`` each, so a test can SIGKILL the one running a handler; each
+    is stopped at the end (killed if it does not exit in 10 s)."""
+    ports = [free_port() for _ in range(count)]
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                app,
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+                "--timeout-graceful-shutdown",
+                "2",
+            ],
+            cwd=cwd,
+            env=env,
+        )
+        for port in ports
+    ]
+    try:
+        for port, process in zip(ports, processes, strict=True):
+            wait_listening(port, process, "a uvicorn worker")
+        yield [(f"http://127.0.0.1:{port}", p) for port, p in zip(ports, processes, strict=True)]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # a connection it still waits on: stop it
+                process.kill()
+                process.wait(timeout=10)

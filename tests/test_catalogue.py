@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -71,6 +72,35 @@ def _produced(example: tuple[Mapping[str, Any], ...]) -> set[str]:
     return asyncio.run(produce())
 
 
+def _logged(example: tuple[Mapping[str, Any], ...]) -> set[str]:
+    """The codes of the ``RUN_ERROR`` a Redis event log (on a real ``redis-server``) writes
+    when a run's producer fails as the example's last event says: its lease lapses
+    (``AGUI-E021``, the renewals stopped as in a killed worker), or its next event cannot
+    be logged (``AGUI-E022``, the stream gone under it)."""
+    from tests.redis_server import redis_server
+
+    from aguikit.server.redis_log import RedisEventLog
+
+    async def produce(url: str) -> set[str]:
+        log = RedisEventLog.from_url(url, producer_ttl=0.5)
+        assert await log.claim("r1")
+        for document in example[:-1]:
+            await log.append("r1", document)
+        if example[-1]["code"] == "AGUI-E021":
+            log._leases["r1"].cancel()
+            logged = [wire async for _, wire in log.follow("r1", None)]
+        else:
+            await log.redis.delete(log.prefix + "r1")
+            with contextlib.suppress(AguiError):
+                await log.append("r1", {"type": "TEXT_MESSAGE_START", "messageId": "m1"})
+            await log.end("r1")
+            logged = [wire for _, wire in await log.read("r1")]
+        return {str(w.get("code")) for w in logged if w["type"] == "RUN_ERROR"}
+
+    with redis_server() as url:
+        return asyncio.run(produce(url))
+
+
 def _triggered(rule: Rule) -> set[str]:
     """Every catalogue id running ``rule``'s example through its stage reports."""
     seen: set[str] = set()
@@ -120,6 +150,8 @@ def _triggered(rule: Rule) -> set[str]:
         seen |= {catalogue.RULES_BY_SYMBOL[symbol].id for symbol in symbols}
     elif rule.stage is Stage.PRODUCER:
         seen |= _produced(rule.example)
+    elif rule.stage is Stage.EVENT_LOG:
+        seen |= _logged(rule.example)
     elif rule.stage is Stage.CLIENT:
         sent: list[str] = []
         for document in rule.example:

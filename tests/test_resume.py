@@ -16,8 +16,6 @@ import contextlib
 import json
 import os
 import random
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -28,7 +26,7 @@ import httpx
 import pytest
 from tests.redis_server import redis_server
 from tests.resume_app import make_app
-from tests.servers import free_port, read_then_hang_up, serve_asgi, wait_listening
+from tests.servers import read_then_hang_up, serve_asgi, uvicorn_workers
 
 import aguikit
 from aguikit import Agent, AgentClient, Session
@@ -309,39 +307,8 @@ def _workers(redis: str, count: int, **extra: str) -> Iterator[list[str]]:
         "PYTHONPATH": os.pathsep.join([str(Path(aguikit.__file__).parent.parent), str(ROOT)]),
         **extra,
     }
-    ports = [free_port() for _ in range(count)]
-    processes = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "tests.resume_app:app",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-                "--timeout-graceful-shutdown",
-                "2",
-            ],
-            cwd=ROOT,
-            env=env,
-        )
-        for port in ports
-    ]
-    try:
-        for port, process in zip(ports, processes, strict=True):
-            wait_listening(port, process, "a uvicorn worker")
-        yield [f"http://127.0.0.1:{port}" for port in ports]
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:  # a connection it still waits on: stop it
-                process.kill()
-                process.wait(timeout=10)
+    with uvicorn_workers("tests.resume_app:app", count, env, ROOT) as workers:
+        yield [url for url, _ in workers]
 
 
 def test_both_logs_claim_a_run_once_and_count_its_readers(redis_url: str) -> None:

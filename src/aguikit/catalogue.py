@@ -84,6 +84,7 @@ class Stage(enum.StrEnum):
     APPLIER = "applier"
     ENCODER = "encoder"
     PRODUCER = "producer"
+    EVENT_LOG = "event-log"
     CLIENT = "client"
     CHECKER = "checker"
 
@@ -902,6 +903,46 @@ RULES: Final[tuple[Rule, ...]] = (
             },
         ),
         stage=Stage.PRODUCER,
+    ),
+    # -- what an event log writes when the producer cannot end its run -------------------
+    Rule(
+        "AGUI-E021",
+        "producer-lost",
+        "The run's producer stopped renewing its lease in the event log (its worker was "
+        "killed, or lost Redis for longer than the lease): the log ends the run with "
+        "RUN_ERROR carrying this code, so every follower and resume gets a terminal event "
+        "within the lease plus one blocking read (docs/resume.md)",
+        "aguikit: aguikit.server.redis_log.RedisEventLog (producer_ttl)",
+        "The agent's worker stopped; the run was ended without its outcome.",
+        (
+            _rs(),
+            {
+                "type": "RUN_ERROR",
+                "message": "The agent's worker stopped; the run was ended without its outcome.",
+                "code": "AGUI-E021",
+            },
+        ),
+        stage=Stage.EVENT_LOG,
+    ),
+    Rule(
+        "AGUI-E022",
+        "event-log-failed",
+        "An event of the run could not be written to the event log (Redis unreachable, "
+        "stalled past its socket timeout, restarted without the run): the handler's emit "
+        "raises EventLogError, nothing more is logged, and the run ends with RUN_ERROR "
+        "carrying this code rather than with a hole in its ids; a request the log could "
+        "not answer gets 503",
+        "aguikit: aguikit.server.eventlog.EventLogError",
+        "The server could not record the run; it was ended without its outcome.",
+        (
+            _rs(),
+            {
+                "type": "RUN_ERROR",
+                "message": "The server could not record the run; it was ended without its outcome.",
+                "code": "AGUI-E022",
+            },
+        ),
+        stage=Stage.EVENT_LOG,
     ),
     # -- what a client leaves out of the run input it sends --------------------------------
     Rule(

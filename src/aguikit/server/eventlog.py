@@ -45,9 +45,46 @@ from typing import Any, Final, Protocol
 
 import attrs
 
+from ..catalogue import render_message
+from ..errors import AguiError
 from .prelude import prelude
 
-__all__ = ["EventLog", "MemoryEventLog", "parse_id", "prelude"]
+__all__ = ["EventLog", "EventLogError", "MemoryEventLog", "lost_run_error", "parse_id", "prelude"]
+
+PRODUCER_LOST: Final = "AGUI-E021"
+"""The ``RUN_ERROR`` code of a run whose producer stopped holding its lease (its worker
+died or lost the log for longer than the lease)."""
+LOG_FAILED: Final = "AGUI-E022"
+"""The ``RUN_ERROR`` code of a run one of whose events could not be logged, and of an
+event log that could not answer (``503`` at the endpoint)."""
+
+
+class EventLogError(AguiError):
+    """
+    The event log could not do what was asked (Redis unreachable, stalled past its socket
+    timeout, restarted without the run): raised at the handler's ``emit`` when its event
+    could not be logged (the run then ends with ``RUN_ERROR`` code ``AGUI-E022``, never
+    with a hole in its ids), and answered ``503`` by the endpoint when a request could
+    not be checked against the log.
+    """
+
+    rule = LOG_FAILED
+
+    def __init__(self, run_id: str, what: str) -> None:
+        self.run_id = run_id
+        super().__init__(f"run {run_id!r}: {what}")
+
+    @property
+    def location(self) -> str:
+        return f"run {self.run_id!r}"
+
+
+def lost_run_error(rule_id: str) -> dict[str, Any]:
+    """The ``RUN_ERROR`` an event log writes to end a run its producer can no longer end
+    (``rule_id``: :data:`PRODUCER_LOST` or :data:`LOG_FAILED`), so every follower and
+    resume gets a terminal event rather than a silence or a truncation read as success."""
+    return {"type": "RUN_ERROR", "message": render_message(rule_id), "code": rule_id}
+
 
 DEFAULT_TTL: Final = 300.0
 """Seconds a run's log is kept after its last event: long enough to ride out a network

@@ -83,7 +83,7 @@ from ..transport import jsonl, sse
 from ..validate import is_valid, iter_schema_errors, validate
 from ..wire import parse_run_agent_input, to_wire
 from .access import Access, Authorize, Denied, consult
-from .eventlog import EventLog, MemoryEventLog, prelude
+from .eventlog import EventLog, EventLogError, MemoryEventLog, prelude
 from .writer import ErrorReport, Mode, RunWriter
 
 __all__ = [
@@ -258,6 +258,18 @@ _JSON_MEDIA: Final = re.compile(r"application/(?:[!#$&^_.+\-a-z0-9]+\+)?json")
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
 """A JSON escape of a UTF-16 surrogate: the only way a lone one gets into a document,
 since the UTF-8 decoder refuses an encoded surrogate."""
+
+
+def _log_unavailable(exc: EventLogError) -> Response:
+    """``503`` for a request the event log could not answer (Redis down or stalled): a
+    dependency failure, worth retrying, never a ``500``; the cause stays in the log."""
+    LOGGER.error("the event log failed a request: %s", exc, exc_info=exc)
+    return _problem(
+        503,
+        "the run's event log could not be reached; try again later",
+        headers={"Retry-After": "1"},
+        code=exc.rule,
+    )
 
 
 def _not_json(content_type: str | None) -> str | None:
@@ -716,6 +728,10 @@ class EventStreamResponse(Response):
                     await queue.put(f"id: {event_id}\n".encode() + frame if sse_framing else frame)
                     if started is not None:
                         started.queued(event_id)
+        except EventLogError as exc:
+            # The answer ends without a terminal event: a client knows the run unfinished
+            # and resumes (the rest, or a 503 while the log is down).
+            LOGGER.error("run %r: following its log failed: %s", self.run_input.run_id, exc)
         finally:
             if not self.disconnected:
                 await queue.put(_DONE)
@@ -950,7 +966,11 @@ def agui_endpoint(
         principal: str | None = None
         resume_after = request.headers.get("last-event-id")
         if log is not None and resume_after is not None:
-            if not await log.resumable(run_input.run_id, resume_after):
+            try:
+                resumable = await log.resumable(run_input.run_id, resume_after)
+            except EventLogError as exc:
+                return _log_unavailable(exc)
+            if not resumable:
                 return _problem(
                     410,
                     f"run {run_input.run_id!r} has no logged events after "
@@ -968,7 +988,11 @@ def agui_endpoint(
             principal = allowed
             # The claim, not a look-up, decides: of two requests racing to start the
             # same run id, exactly one gets it.
-            if log is not None and not await log.claim(run_input.run_id):
+            try:
+                claimed = log is None or await log.claim(run_input.run_id)
+            except EventLogError as exc:
+                return _log_unavailable(exc)
+            if not claimed:
                 return _problem(
                     409,
                     f"run {run_input.run_id!r} is running or ran on this server; "
