@@ -289,3 +289,44 @@ def test_sigkill_of_the_producing_worker_ends_the_run_for_its_followers(
             b + "/agent", json=body, headers={"Last-Event-ID": frames[-2].id or "1"}, timeout=30
         )
         assert json.loads(list(iter_frames([resumed.content]))[-1].data)["code"] == "AGUI-E021"
+
+
+def test_the_handler_is_told_at_its_emit_and_the_client_gets_the_terminal_event(
+    redis_url: str,
+) -> None:
+    """Item 6 through the endpoint: the log loses the run under the handler; its emit
+    raises EventLogError (rule AGUI-E022), and the answer ends with RUN_ERROR AGUI-E022
+    right after the last event logged, not a clean end of a truncated run."""
+    log = RedisEventLog(Redis.from_url(redis_url, socket_timeout=0.3), prefix="e:")
+    told: list[BaseException] = []
+
+    async def handler(run_input: RunAgentInput, run: RunWriter) -> None:
+        await run.emit({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"})
+        # Redis holds every write for a second: the next append times out.
+        await log.redis.execute_command("CLIENT", "PAUSE", 1000, "WRITE")
+        try:
+            await run.emit(_text(1))
+        except EventLogError as exc:
+            told.append(exc)
+            raise
+
+    app = create_app(handler, path="/agent", event_log=log)
+
+    async def scenario() -> bytes:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://a") as client:
+            body = {"threadId": "t", "runId": "told", "messages": []}
+            answer = await client.post("/agent", json=body)
+            return answer.content
+
+    frames = list(iter_frames([asyncio.run(scenario())]))
+    assert [type(exc).__name__ for exc in told] == ["EventLogError"]
+    kinds = [(f.id, json.loads(f.data)["type"]) for f in frames]
+    # The timed-out write may still be carried out once Redis resumes: then it is logged,
+    # and the run ends right after it.  Either way the ids have no hole.
+    assert kinds[:2] == [("1", "RUN_STARTED"), ("2", "TEXT_MESSAGE_START")]
+    assert kinds[2:] in (
+        [("3", "RUN_ERROR")],
+        [("3", "TEXT_MESSAGE_CONTENT"), ("4", "RUN_ERROR")],
+    )
+    assert json.loads(frames[-1].data)["code"] == "AGUI-E022"

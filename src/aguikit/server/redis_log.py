@@ -60,7 +60,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncGenerator, Awaitable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any, Final, TypeVar  # redis-py's stream replies are loosely typed: Any
 
 from redis.asyncio import Redis
@@ -281,15 +281,23 @@ class RedisEventLog:
             keys=[key], args=[token, ttl, self._seconds(ttl * 2), "XX" if refresh else ""]
         )
 
-    async def _heartbeat(self, key: str, token: str) -> None:
-        """Refresh a reader's entry until cancelled; a failed refresh is logged and the
-        next one tried (the entry outlives one miss: it lasts three beats)."""
+    async def _marked(self, key: str, token: str, refresh: bool) -> bool:
+        """Whether marking (or refreshing) a reader's entry worked; a failure is logged,
+        not raised: a reader that could not say it is there reads on all the same."""
+        try:
+            await self._mark_reader(key, token, refresh)
+        except RedisError as exc:
+            LOGGER.warning("reader %s: marking it failed: %r", key, exc)
+            return False
+        return True
+
+    async def _heartbeat(self, key: str, token: str, marked: bool) -> None:
+        """Keep a reader's entry until cancelled; a failed beat is logged and the next
+        one tried (the entry outlives one miss: it lasts three beats), creating the
+        entry if no beat has yet."""
         while True:
             await asyncio.sleep(self.reader_ttl / 3)
-            try:
-                await self._mark_reader(key, token, refresh=True)
-            except RedisError as exc:
-                LOGGER.warning("reader %s: refreshing its entry failed: %r", key, exc)
+            marked = await self._marked(key, token, refresh=marked) or marked
 
     async def _hold_lease(self, run_id: str, token: str) -> None:
         """Renew the producer's lease until cancelled (at the run's end) or taken over (a
@@ -362,15 +370,19 @@ class RedisEventLog:
         await self._end_with_error(run_id, "failed", LOG_FAILED, seq)
 
     async def _end_with_error(self, run_id: str, why: str, code: str, seq: int) -> int:
+        """Run the end script (see ``_END_RUN_SCRIPT``): the producer's own, after a failed
+        append, is retried (its followers wait for that terminal event); a follower's
+        look at a lapsed lease is not (the next silence looks again)."""
         keys = [self._key(run_id), self.lease_prefix + run_id]
-        args: list[str | int] = [
-            why,
-            dumps_wire(lost_run_error(code)),
-            seq,
-            self._seconds(self.ttl),
-        ]
-        ended = await self._ask(run_id, "end the run", self._end_run(keys=keys, args=args))
-        return int(ended)
+        error = dumps_wire(lost_run_error(code))
+        args: list[str | int] = [why, error, seq, self._seconds(self.ttl)]
+
+        async def end() -> Any:
+            return await self._end_run(keys=keys, args=args)
+
+        if why == "failed":
+            return int(await self._retried(run_id, "end the run", end))
+        return int(await self._ask(run_id, "end the run", end()))
 
     async def resumable(self, run_id: str, after: str | None) -> bool:
         key = self._key(run_id)
@@ -397,22 +409,30 @@ class RedisEventLog:
             if _EVENT in fields
         ]
 
-    async def _next_entries(self, run_id: str, cursor: str) -> Any:
-        """The next entries after ``cursor`` (``[]`` after a silent blocking read); a failed
-        read is retried with backoff for up to ``producer_ttl`` seconds, then raised."""
-        key = self._key(run_id)
+    async def _retried(self, run_id: str, what: str, call: Callable[[], Awaitable[_T]]) -> _T:
+        """``call()``'s answer, a failure retried with backoff (0.1 s doubling to 1 s) for
+        up to ``producer_ttl`` seconds, then raised as :class:`EventLogError`: a stall or
+        a restart of Redis shorter than the producer's lease is ridden out."""
         deadline, pause = time.monotonic() + self.producer_ttl, 0.1
         while True:
             try:
-                found: Any = await self.redis.xread({key: cursor}, block=self.block_ms, count=512)
+                return await call()
             except RedisError as exc:
                 if time.monotonic() >= deadline:
-                    raise EventLogError(run_id, f"Redis failed to follow the run: {exc!r}") from exc
-                LOGGER.warning("run %r: a read failed, retrying: %r", run_id, exc)
-                await asyncio.sleep(pause)
-                pause = min(2 * pause, 1.0)
-                continue
-            return found[0][1] if found else []
+                    raise EventLogError(run_id, f"Redis failed to {what}: {exc!r}") from exc
+                LOGGER.warning("run %r: Redis failed to %s, retrying: %r", run_id, what, exc)
+            await asyncio.sleep(pause)
+            pause = min(2 * pause, 1.0)
+
+    async def _next_entries(self, run_id: str, cursor: str) -> Any:
+        """The next entries after ``cursor`` (``[]`` after a silent blocking read)."""
+        key = self._key(run_id)
+
+        async def read() -> Any:
+            return await self.redis.xread({key: cursor}, block=self.block_ms, count=512)
+
+        found = await self._retried(run_id, "follow the run", read)
+        return found[0][1] if found else []
 
     async def follow(
         self, run_id: str, after: str | None
@@ -425,14 +445,17 @@ class RedisEventLog:
         readers, token = self.readers_prefix + run_id, secrets.token_hex(8)
         heartbeat: asyncio.Task[None] | None = None
         try:
-            marked = self._mark_reader(readers, token, refresh=False)
-            await self._ask(run_id, "count a reader", marked)
-            heartbeat = asyncio.create_task(self._heartbeat(readers, token))
+            marked = await self._marked(readers, token, refresh=False)
+            heartbeat = asyncio.create_task(self._heartbeat(readers, token, marked))
             while True:
                 entries = await self._next_entries(run_id, cursor)
                 if not entries:
                     # A silence: the run may be gone, or its producer dead.
-                    ended = await self._end_with_error(run_id, "lapsed", PRODUCER_LOST, 0)
+                    try:
+                        ended = await self._end_with_error(run_id, "lapsed", PRODUCER_LOST, 0)
+                    except EventLogError as exc:  # looked at again after the next read
+                        LOGGER.warning("run %r: looking at its producer failed: %s", run_id, exc)
+                        continue
                     if ended < 0:
                         return  # expired or never existed: nothing more will come
                     if ended:
