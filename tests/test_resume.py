@@ -68,9 +68,15 @@ class CuttingTransport(httpx.AsyncBaseTransport):
     """
 
     def __init__(
-        self, workers: list[str], rng: random.Random, rate: float = 0.8, min_cut: int = 1
+        self,
+        workers: list[str],
+        rng: random.Random,
+        rate: float = 0.8,
+        min_cut: int = 1,
+        max_cut: int = 2500,
     ) -> None:
         self.workers, self.rng, self.rate, self.min_cut = workers, rng, rate, min_cut
+        self.max_cut = max_cut
         self.inner = httpx.AsyncHTTPTransport()
         self.requests = 0
         self.cuts = 0
@@ -80,7 +86,8 @@ class CuttingTransport(httpx.AsyncBaseTransport):
         self.requests += 1
         request.url = request.url.copy_with(host=base.host, port=base.port)
         response = await self.inner.handle_async_request(request)
-        limit = self.rng.randint(self.min_cut, 2500) if self.rng.random() < self.rate else None
+        cut = self.rng.random() < self.rate
+        limit = self.rng.randint(self.min_cut, self.max_cut) if cut else None
         if limit is not None:
             self.cuts += 1
         assert isinstance(response.stream, httpx.AsyncByteStream)
