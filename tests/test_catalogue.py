@@ -39,6 +39,7 @@ from aguikit.errors import (
 )
 from aguikit.proto import encode_message, iter_proto_wire
 from aguikit.server import RunWriter
+from aguikit.server.eventlog import MemoryEventLog
 from aguikit.session import Session
 from aguikit.transport.jsonl import encode_line, iter_jsonl
 from aguikit.transport.proto import looks_like_frames
@@ -52,21 +53,33 @@ OTHER_STAGES = [rule for rule in RULES if rule.stage not in (Stage.VERIFIER, Sta
 tests/test_http.py)."""
 
 
-def _produced(example: tuple[Mapping[str, Any], ...]) -> set[str]:
+def _produced(example: tuple[Mapping[str, Any], ...], setting: str | None = None) -> set[str]:
     """The ids a repair-mode ``RunWriter`` reports emitting the example's in-run events
     (it writes the example's first ``RUN_STARTED`` and last terminal event itself: a
-    ``RUN_ERROR`` last means the handler raises), as warnings or as its RUN_ERROR's code."""
+    ``RUN_ERROR`` last means the handler raises), as warnings or as its RUN_ERROR's code;
+    a row naming ``max_total_events`` writes to a memory log that holds one event."""
     started = example[0]
     run_input = {"threadId": started["threadId"], "runId": started["runId"], "messages": []}
 
     async def produce() -> set[str]:
-        run = RunWriter(run_input, mode="repair")
+        if setting == "max_total_events":
+            log = MemoryEventLog(max_total_events=1)
+            sent: list[Mapping[str, Any]] = []
+
+            async def sink(wire: Mapping[str, Any]) -> None:
+                await log.append("r1", wire)
+                sent.append(wire)
+
+            run = RunWriter(run_input, mode="repair", sink=sink)
+        else:
+            sent = []
+            run = RunWriter(run_input, mode="repair")
         async with run:
             for document in example[1:-1]:
                 await run.emit(document)
             if example[-1]["type"] == "RUN_ERROR":
                 raise RuntimeError("the example's handler fails")
-        codes = {event.get("code") for event in run.events if event["type"] == "RUN_ERROR"}
+        codes = {e.get("code") for e in [*run.events, *sent] if e["type"] == "RUN_ERROR"}
         return {warning.rule for warning in run.warnings} | {str(code) for code in codes}
 
     return asyncio.run(produce())
@@ -149,7 +162,7 @@ def _triggered(rule: Rule) -> set[str]:
                 note(error)
         seen |= {catalogue.RULES_BY_SYMBOL[symbol].id for symbol in symbols}
     elif rule.stage is Stage.PRODUCER:
-        seen |= _produced(rule.example)
+        seen |= _produced(rule.example, rule.setting)
     elif rule.stage is Stage.EVENT_LOG:
         seen |= _logged(rule.example)
     elif rule.stage is Stage.CLIENT:

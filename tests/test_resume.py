@@ -460,7 +460,11 @@ def test_a_run_followed_on_another_worker_lives_and_is_cancelled_when_its_reader
     assert int(second) > int(first) + 100  # B delivered the run's events live
     assert len(started) == 1
     assert rest.status_code == 200 and frames  # what was logged up to the cancellation
-    assert json.loads(frames[-1].data)["type"] == "TEXT_MESSAGE_CONTENT"
+    ending = [json.loads(frame.data) for frame in frames[-3:]]
+    assert ["TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED"] == [
+        event["type"] for event in ending
+    ]  # the endpoint closed the run with the cancelled outcome (life-08), on Redis too
+    assert {"type": "cancelled"} == ending[-1]["outcome"]
     assert late.status_code == 410
 
 

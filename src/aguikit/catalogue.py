@@ -944,6 +944,49 @@ RULES: Final[tuple[Rule, ...]] = (
         ),
         stage=Stage.EVENT_LOG,
     ),
+    Rule(
+        "AGUI-E024",
+        "event-log-full",
+        "The endpoint's event log holds its limit of events over runs still running: a "
+        "new run is refused (503), and a run that would log more ends with RUN_ERROR "
+        "carrying this code (its terminal event is always logged)",
+        "aguikit: aguikit.server.eventlog.MemoryEventLog (max_total_events); a worker's "
+        "memory is bounded whatever its runs produce",
+        "The agent's run was stopped: the server's event log is full.",
+        (
+            _rs(),
+            _ts(),
+            {
+                "type": "RUN_ERROR",
+                "message": "The agent's run was stopped: the server's event log is full.",
+                "code": "AGUI-E024",
+            },
+        ),
+        setting="max_total_events",
+        stage=Stage.PRODUCER,
+    ),
+    Rule(
+        "AGUI-E025",
+        "event-not-unicode",
+        "A handler emitted an event holding a lone surrogate, which UTF-8 cannot carry: "
+        "the emit raises (the handler is told where), the event is neither logged nor "
+        "sent, and the run ends with RUN_ERROR carrying this code",
+        "RFC 8259 (JSON text is Unicode); WHATWG event-stream (UTF-8): no reader could be "
+        "sent the event, so a logged run would otherwise end for every reader there",
+        "The agent emitted text that is not Unicode; the server logged the details.",
+        (
+            _rs(),
+            {"type": "TEXT_MESSAGE_START", "messageId": "m\ud800", "role": "assistant"},
+            {
+                "type": "RUN_ERROR",
+                "message": "The agent emitted text that is not Unicode; the server logged "
+                "the details.",
+                "code": "AGUI-E025",
+            },
+        ),
+        in_process=True,
+        stage=Stage.PRODUCER,
+    ),
     # -- what a client leaves out of the run input it sends --------------------------------
     Rule(
         "AGUI-W023",
