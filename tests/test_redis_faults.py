@@ -130,6 +130,30 @@ def test_a_silent_producer_keeps_its_lease(redis_url: str) -> None:
     ]
 
 
+def test_a_producer_back_before_anyone_ended_its_run_takes_its_lease_back(
+    redis_url: str,
+) -> None:
+    """A lease that lapsed while nobody followed (a stall longer than the lease) is taken
+    back by the producer's next renewal: the run goes on, and a follower later sees it
+    whole."""
+
+    async def scenario() -> list[Any]:
+        producer = RedisEventLog.from_url(redis_url, prefix="b:", producer_ttl=0.6)
+        assert await producer.claim("r")
+        await producer.append("r", STARTED)
+        await producer.redis.delete(producer.lease_prefix + "r")  # as if it expired
+        await asyncio.sleep(0.6)  # a renewal or two
+        assert await producer.redis.get(producer.lease_prefix + "r") is not None
+        await producer.append("r", _text(1))
+        await producer.end("r")
+        return await asyncio.wait_for(_follow(producer, "r"), 10)
+
+    assert [w["type"] for _, w in asyncio.run(scenario())] == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_CONTENT",
+    ]
+
+
 def test_a_failed_append_tells_the_handler_and_ends_the_run_without_a_hole(
     redis_url: str,
 ) -> None:

@@ -109,13 +109,24 @@ return 1
 take its producer lease."""
 
 _RENEW_SCRIPT: Final = """
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
+local holder = redis.call('GET', KEYS[2])
+if holder ~= ARGV[1] then
+  if holder then return 0 end
+  local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+  if not last[1] then return 0 end
+  local fields = last[1][2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 'end' then return 0 end
+  end
+end
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return 1
 """
 """Renew the producer's lease (and the stream's expiry: a silent handler's run does not
-expire under it) while the lease is still this producer's."""
+expire under it) while the lease is this producer's, or take it back when it lapsed (a
+stall longer than the lease) and nobody ended the run meanwhile; ``0`` once the run was
+ended by a follower (the lease is then nobody's, or another's)."""
 
 _END_RUN_SCRIPT: Final = """
 if ARGV[1] == 'lapsed' and redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
