@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 import tomllib
 from pathlib import Path
+from typing import Final
 
 import nox
 
@@ -217,6 +218,69 @@ def codegen_check(session: nox.Session) -> None:
     # No posargs: `nox -- -k foo` (and `./dev test -- -k foo`) are pytest's arguments, and
     # every default session receives them; a check with fixed arguments must ignore them.
     session.run("python", str(CODEGEN), "--check")
+
+
+REDIS_EXTRA: Final = next(
+    r for r in PYPROJECT["project"]["optional-dependencies"]["redis"] if r.startswith("redis")
+)
+"""The redis-py range the ``redis`` extra admits (``redis>=5.0,<9``): one place, pyproject."""
+REDIS_ENDS: Final = {
+    "oldest": "redis==" + REDIS_EXTRA.split(">=", 1)[1].split(",", 1)[0],
+    "newest": REDIS_EXTRA,
+}
+"""Both ends of that range: its lower bound exactly, and the newest release it admits."""
+REDIS_TESTS: Final = ["tests/test_redis_faults.py", "tests/test_resume.py"]
+SERVER_TESTS: Final = [
+    "tests/test_server_http.py",
+    "tests/test_server_integration.py",
+    "tests/test_server_producer.py",
+    "tests/test_server_requests.py",
+    "tests/test_server_writer.py",
+    "tests/test_client_faults.py",
+    *REDIS_TESTS,
+]
+SUPPORTED_PYTHONS: Final = ["3.11", "3.13"]
+"""The oldest CPython ``requires-python`` admits and the newest the classifiers name."""
+
+
+@nox.session(default=False)
+@nox.parametrize("end", list(REDIS_ENDS))
+def redis(session: nox.Session, end: str) -> None:
+    """The Redis event log's tests against the oldest and the newest redis-py the
+    ``redis`` extra admits, on a real redis-server (AGUIKIT_REQUIRE_REDIS: never a skip);
+    each run says which redis-py it had."""
+    session.install("-e", ".[test]")
+    session.install("--upgrade", REDIS_ENDS[end])
+    session.run("python", "-c", "import redis; print('redis-py', redis.__version__)")
+    session.run(
+        "pytest", *REDIS_TESTS, *session.posargs,
+        env={"AGUIKIT_BUILD": "pure", "AGUIKIT_REQUIRE_REDIS": "1"},
+    )  # fmt: skip
+
+
+@nox.session(python=SUPPORTED_PYTHONS, default=False)
+def server(session: nox.Session) -> None:
+    """The server's, the event logs' and the client's fault tests on the oldest and the
+    newest CPython supported (cancellation and timeouts changed between them)."""
+    session.install("-e", ".[test]")
+    session.run(
+        "pytest", *SERVER_TESTS, *session.posargs,
+        env={"AGUIKIT_BUILD": "pure", "AGUIKIT_REQUIRE_REDIS": "1"},
+    )  # fmt: skip
+
+
+@nox.session(default=False)
+@nox.parametrize("end", list(REDIS_ENDS))
+def faults(session: nox.Session, end: str) -> None:
+    """Issue 29's fault campaign (bench/faults.py): at least 1,000 random cuts over at least
+    100 runs per set-up, every run equal to the uninterrupted one, no hang, nothing left in
+    Redis, SIGTERM exits within 5 s; the Redis set-ups with each end of the redis-py range
+    (the memory log's once, with the newest).  Minutes: opt-in."""
+    session.install("-e", ".[test]")
+    session.install("--upgrade", REDIS_ENDS[end])
+    setups = "redis-1-worker,redis-2-workers" + (",memory" if end == "newest" else "")
+    arguments = session.posargs or ["--setups", setups]
+    session.run("python", "bench/faults.py", *arguments, env={"AGUIKIT_REQUIRE_REDIS": "1"})
 
 
 @nox.session(default=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -29,6 +30,14 @@ def _require(what: str) -> None:
 @contextlib.contextmanager
 def redis_server() -> Iterator[str]:
     """Start ``redis-server`` (no persistence) on a free port; yields its URL, then stops it."""
+    with redis_process() as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def redis_process(port: int | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """:func:`redis_server`, yielding its process too, for the tests that stall it
+    (``SIGSTOP``), kill it or start another on the same ``port`` (a restart)."""
     binary = shutil.which("redis-server")
     if binary is None:
         _require("redis-server")
@@ -37,7 +46,7 @@ def redis_server() -> Iterator[str]:
     except ImportError:
         _require("redis-py (aguikit[redis])")
     assert binary is not None
-    port = free_port()
+    port = free_port() if port is None else port
     with tempfile.TemporaryDirectory() as workdir:
         process = subprocess.Popen(
             [
@@ -58,7 +67,9 @@ def redis_server() -> Iterator[str]:
         )
         try:
             wait_listening(port, process, "redis-server", timeout=10)
-            yield f"redis://127.0.0.1:{port}/0"
+            yield f"redis://127.0.0.1:{port}/0", process
         finally:
-            process.terminate()
+            if process.poll() is None:
+                process.send_signal(signal.SIGCONT)  # a stalled server still stops
+                process.terminate()
             process.wait(timeout=10)

@@ -3,7 +3,8 @@ The agent the resume tests cut connections to: deterministic (ids derived from t
 id, no clock), long enough to be cut many times, slow enough that a cut lands mid-run.
 
 Served by ``uvicorn tests.resume_app:app`` in the two-worker tests, with the Redis event
-log named by ``AGUIKIT_TEST_REDIS``; the in-process tests build it with any log.  For the
+log named by ``AGUIKIT_TEST_REDIS`` (or a memory log, ``AGUIKIT_TEST_LOG=memory``: the
+fault campaign's one-worker set-up); the in-process tests build it with any log.  For the
 tests of who starts a run and when a run nobody follows is cancelled, the workers serve
 :class:`Endless` instead (``AGUIKIT_TEST_HANDLER=endless``) with ``resume_grace`` from
 ``AGUIKIT_TEST_GRACE``, and each handler start and cancellation leaves a file in
@@ -104,11 +105,18 @@ def make_app(event_log: EventLog | None) -> Starlette:
 
 def _from_env() -> Any:
     url = os.environ.get("AGUIKIT_TEST_REDIS")
+    if os.environ.get("AGUIKIT_TEST_LOG") == "memory":  # one worker, its own log
+        from aguikit.server.eventlog import MemoryEventLog
+
+        return make_app(MemoryEventLog())
     if not url:
         return None
     from aguikit.server.redis_log import RedisEventLog
 
-    log = RedisEventLog.from_url(url)
+    options: dict[str, Any] = {}
+    if os.environ.get("AGUIKIT_TEST_PRODUCER_TTL"):
+        options["producer_ttl"] = float(os.environ["AGUIKIT_TEST_PRODUCER_TTL"])
+    log = RedisEventLog.from_url(url, **options)
     if os.environ.get("AGUIKIT_TEST_HANDLER") == "endless":
         grace = float(os.environ.get("AGUIKIT_TEST_GRACE", "30"))
         return create_app(Endless(), path="/agent", event_log=log, resume_grace=grace)

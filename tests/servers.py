@@ -13,10 +13,11 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -214,3 +215,171 @@ def wait_listening(port: int, process: Any, what: str, timeout: float = 30) -> N
         if process.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"{what} did not start")
         time.sleep(0.02)
+
+
+@contextlib.contextmanager
+def uvicorn_workers(
+    app: str, count: int, env: dict[str, str], cwd: Any
+) -> Iterator[list[tuple[str, subprocess.Popen[bytes]]]]:
+    """``count`` uvicorn processes serving ``app`` (``module:attribute``) with ``env``:
+    ``(base URL, process)`` each, so a test can SIGKILL the one running a handler; each
+    is stopped at the end (killed if it does not exit in 10 s)."""
+    ports = [free_port() for _ in range(count)]
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                app,
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+                "--timeout-graceful-shutdown",
+                "2",
+            ],
+            cwd=cwd,
+            env=env,
+        )
+        for port in ports
+    ]
+    try:
+        for port, process in zip(ports, processes, strict=True):
+            wait_listening(port, process, "a uvicorn worker")
+        yield [(f"http://127.0.0.1:{port}", p) for port, p in zip(ports, processes, strict=True)]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # a connection it still waits on: stop it
+                process.kill()
+                process.wait(timeout=10)
+
+
+class CuttingProxy:
+    """
+    A TCP proxy in front of a real server that breaks chosen connections for real, as a
+    phone changing network or a gateway does: ``plan(n)`` says what happens to the
+    ``n``-th connection (from 0): ``None`` passes it through; ``("refuse",)`` closes it
+    once the request arrived, before the server sees it; ``("before_headers",)`` forwards
+    the request and closes once the server starts answering, before any of the answer
+    reaches the client; ``("frames", k)`` cuts after ``k`` whole SSE frames of the body;
+    ``("status", code)`` answers ``code`` itself, as a gateway would.
+    """
+
+    def __init__(self, upstream: str, plan: Callable[[int], tuple[Any, ...] | None]) -> None:
+        self.upstream_port = int(upstream.rsplit(":", 1)[1].split("/", 1)[0])
+        self.plan = plan
+        self.connections = 0
+        self.url = ""
+
+    async def _handle(self, reader: Any, writer: Any) -> None:
+        import asyncio
+
+        step = self.plan(self.connections)
+        self.connections += 1
+        upstream_writer: Any = None
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n"):
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            request = head + await reader.readexactly(length)
+            if step == ("refuse",):
+                return
+            if step is not None and step[0] == "status":
+                writer.write(
+                    f"HTTP/1.1 {step[1]} Gateway\r\ncontent-length: 0\r\n"
+                    "connection: close\r\n\r\n".encode()
+                )
+                await writer.drain()
+                return
+            upstream_reader, upstream_writer = await asyncio.open_connection(
+                "127.0.0.1", self.upstream_port
+            )
+            upstream_writer.write(request)
+            await upstream_writer.drain()
+            if step == ("before_headers",):
+                await upstream_reader.read(1)
+                return
+            frames, body = None if step is None else step[1], False
+            seen = b""
+            while True:
+                chunk = await upstream_reader.read(65536)
+                if not chunk:
+                    return
+                if frames is not None:
+                    seen += chunk
+                    if not body and b"\r\n\r\n" in seen:
+                        body, seen = True, seen.split(b"\r\n\r\n", 1)[1]
+                    if body and seen.count(b"\n\n") >= frames:
+                        cut = len(chunk) - len(seen) + _nth(seen, b"\n\n", frames) + 2
+                        writer.write(chunk[: max(cut, 0)])
+                        await writer.drain()
+                        return
+                writer.write(chunk)
+                await writer.drain()
+        except (OSError, EOFError, ValueError) as exc:  # the client or the server left
+            del exc
+        finally:
+            writer.close()
+            if upstream_writer is not None:
+                upstream_writer.close()
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[str]:
+        """Serve on a free loopback port in a thread of its own; yields the proxy's URL."""
+        import asyncio
+
+        loop = asyncio.new_event_loop()
+        started = threading.Event()
+        holder: dict[str, Any] = {}
+
+        async def serve() -> None:
+            server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+            holder["server"] = server
+            holder["port"] = server.sockets[0].getsockname()[1]
+            started.set()
+            async with server:
+                await server.serve_forever()
+
+        thread = threading.Thread(target=lambda: _run_until_stopped(loop, serve()), daemon=True)
+        thread.start()
+        started.wait(10)
+        self.url = f"http://127.0.0.1:{holder['port']}"
+        try:
+            yield self.url
+        finally:
+
+            def stop() -> None:
+                holder["server"].close()
+                for task in asyncio.all_tasks(loop):
+                    task.cancel()
+
+            loop.call_soon_threadsafe(stop)
+            thread.join(timeout=10)
+
+
+def _nth(data: bytes, needle: bytes, n: int) -> int:
+    """Where the ``n``-th ``needle`` (from 1) starts in ``data``."""
+    at = -1
+    for _ in range(n):
+        at = data.index(needle, at + 1)
+    return at
+
+
+def _run_until_stopped(loop: Any, main: Any) -> None:
+    import asyncio
+
+    asyncio.set_event_loop(loop)
+    with contextlib.suppress(asyncio.CancelledError):
+        loop.run_until_complete(main)
+    left = asyncio.all_tasks(loop)
+    loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+    loop.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -38,6 +39,7 @@ from aguikit.errors import (
 )
 from aguikit.proto import encode_message, iter_proto_wire
 from aguikit.server import RunWriter
+from aguikit.server.eventlog import MemoryEventLog
 from aguikit.session import Session
 from aguikit.transport.jsonl import encode_line, iter_jsonl
 from aguikit.transport.proto import looks_like_frames
@@ -51,24 +53,65 @@ OTHER_STAGES = [rule for rule in RULES if rule.stage not in (Stage.VERIFIER, Sta
 tests/test_http.py)."""
 
 
-def _produced(example: tuple[Mapping[str, Any], ...]) -> set[str]:
+def _produced(example: tuple[Mapping[str, Any], ...], setting: str | None = None) -> set[str]:
     """The ids a repair-mode ``RunWriter`` reports emitting the example's in-run events
     (it writes the example's first ``RUN_STARTED`` and last terminal event itself: a
-    ``RUN_ERROR`` last means the handler raises), as warnings or as its RUN_ERROR's code."""
+    ``RUN_ERROR`` last means the handler raises), as warnings or as its RUN_ERROR's code;
+    a row naming ``max_total_events`` writes to a memory log that holds one event."""
     started = example[0]
     run_input = {"threadId": started["threadId"], "runId": started["runId"], "messages": []}
 
     async def produce() -> set[str]:
-        run = RunWriter(run_input, mode="repair")
+        if setting == "max_total_events":
+            log = MemoryEventLog(max_total_events=1)
+            sent: list[Mapping[str, Any]] = []
+
+            async def sink(wire: Mapping[str, Any]) -> None:
+                await log.append("r1", wire)
+                sent.append(wire)
+
+            run = RunWriter(run_input, mode="repair", sink=sink)
+        else:
+            sent = []
+            run = RunWriter(run_input, mode="repair")
         async with run:
             for document in example[1:-1]:
                 await run.emit(document)
             if example[-1]["type"] == "RUN_ERROR":
                 raise RuntimeError("the example's handler fails")
-        codes = {event.get("code") for event in run.events if event["type"] == "RUN_ERROR"}
+        codes = {e.get("code") for e in [*run.events, *sent] if e["type"] == "RUN_ERROR"}
         return {warning.rule for warning in run.warnings} | {str(code) for code in codes}
 
     return asyncio.run(produce())
+
+
+def _logged(example: tuple[Mapping[str, Any], ...]) -> set[str]:
+    """The codes of the ``RUN_ERROR`` a Redis event log (on a real ``redis-server``) writes
+    when a run's producer fails as the example's last event says: its lease lapses
+    (``AGUI-E021``, the renewals stopped as in a killed worker), or its next event cannot
+    be logged (``AGUI-E022``, the stream gone under it)."""
+    from tests.redis_server import redis_server
+
+    from aguikit.server.redis_log import RedisEventLog
+
+    async def produce(url: str) -> set[str]:
+        log = RedisEventLog.from_url(url, producer_ttl=0.5)
+        assert await log.claim("r1")
+        for document in example[:-1]:
+            await log.append("r1", document)
+        if example[-1]["code"] == "AGUI-E021":
+            log._leases["r1"].cancel()
+            logged = [wire async for _, wire in log.follow("r1", None)]
+        else:
+            await log.redis.delete(log.prefix + "r1")
+            with contextlib.suppress(AguiError):
+                await log.append("r1", {"type": "TEXT_MESSAGE_START", "messageId": "m1"})
+            await log.end("r1")
+            logged = [wire for _, wire in await log.read("r1")]
+        return {str(w.get("code")) for w in logged if w["type"] == "RUN_ERROR"}
+
+    with redis_server() as url:
+        return asyncio.run(produce(url))
 
 
 def _triggered(rule: Rule) -> set[str]:
@@ -119,7 +162,9 @@ def _triggered(rule: Rule) -> set[str]:
                 note(error)
         seen |= {catalogue.RULES_BY_SYMBOL[symbol].id for symbol in symbols}
     elif rule.stage is Stage.PRODUCER:
-        seen |= _produced(rule.example)
+        seen |= _produced(rule.example, rule.setting)
+    elif rule.stage is Stage.EVENT_LOG:
+        seen |= _logged(rule.example)
     elif rule.stage is Stage.CLIENT:
         sent: list[str] = []
         for document in rule.example:

@@ -16,8 +16,6 @@ import contextlib
 import json
 import os
 import random
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -28,7 +26,7 @@ import httpx
 import pytest
 from tests.redis_server import redis_server
 from tests.resume_app import make_app
-from tests.servers import free_port, read_then_hang_up, serve_asgi, wait_listening
+from tests.servers import read_then_hang_up, serve_asgi, uvicorn_workers
 
 import aguikit
 from aguikit import Agent, AgentClient, Session
@@ -70,9 +68,15 @@ class CuttingTransport(httpx.AsyncBaseTransport):
     """
 
     def __init__(
-        self, workers: list[str], rng: random.Random, rate: float = 0.8, min_cut: int = 1
+        self,
+        workers: list[str],
+        rng: random.Random,
+        rate: float = 0.8,
+        min_cut: int = 1,
+        max_cut: int = 2500,
     ) -> None:
         self.workers, self.rng, self.rate, self.min_cut = workers, rng, rate, min_cut
+        self.max_cut = max_cut
         self.inner = httpx.AsyncHTTPTransport()
         self.requests = 0
         self.cuts = 0
@@ -82,7 +86,8 @@ class CuttingTransport(httpx.AsyncBaseTransport):
         self.requests += 1
         request.url = request.url.copy_with(host=base.host, port=base.port)
         response = await self.inner.handle_async_request(request)
-        limit = self.rng.randint(self.min_cut, 2500) if self.rng.random() < self.rate else None
+        cut = self.rng.random() < self.rate
+        limit = self.rng.randint(self.min_cut, self.max_cut) if cut else None
         if limit is not None:
             self.cuts += 1
         assert isinstance(response.stream, httpx.AsyncByteStream)
@@ -309,39 +314,8 @@ def _workers(redis: str, count: int, **extra: str) -> Iterator[list[str]]:
         "PYTHONPATH": os.pathsep.join([str(Path(aguikit.__file__).parent.parent), str(ROOT)]),
         **extra,
     }
-    ports = [free_port() for _ in range(count)]
-    processes = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "tests.resume_app:app",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-                "--timeout-graceful-shutdown",
-                "2",
-            ],
-            cwd=ROOT,
-            env=env,
-        )
-        for port in ports
-    ]
-    try:
-        for port, process in zip(ports, processes, strict=True):
-            wait_listening(port, process, "a uvicorn worker")
-        yield [f"http://127.0.0.1:{port}" for port in ports]
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:  # a connection it still waits on: stop it
-                process.kill()
-                process.wait(timeout=10)
+    with uvicorn_workers("tests.resume_app:app", count, env, ROOT) as workers:
+        yield [url for url, _ in workers]
 
 
 def test_both_logs_claim_a_run_once_and_count_its_readers(redis_url: str) -> None:
@@ -486,7 +460,11 @@ def test_a_run_followed_on_another_worker_lives_and_is_cancelled_when_its_reader
     assert int(second) > int(first) + 100  # B delivered the run's events live
     assert len(started) == 1
     assert rest.status_code == 200 and frames  # what was logged up to the cancellation
-    assert json.loads(frames[-1].data)["type"] == "TEXT_MESSAGE_CONTENT"
+    ending = [json.loads(frame.data) for frame in frames[-3:]]
+    assert ["TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED"] == [
+        event["type"] for event in ending
+    ]  # the endpoint closed the run with the cancelled outcome (life-08), on Redis too
+    assert {"type": "cancelled"} == ending[-1]["outcome"]
     assert late.status_code == 410
 
 

@@ -274,8 +274,10 @@ def test_a_client_disconnect_cancels_the_handler_and_nothing_is_written_after() 
 
 def test_with_a_log_a_disconnect_cancels_the_handler_once_the_grace_passes() -> None:
     """The run outlives its connection for ``resume_grace``, then, with no reader back,
-    the handler sees CancelledError, the log ends where the writer stopped, and a late
-    reconnect is told the run cannot go on (410)."""
+    the handler sees CancelledError and the handler writes nothing more; the endpoint
+    closes what it left open and ends the run with the cancelled outcome (spec
+    events/lifecycle, "Cancelled runs": life-08), which a resume reads rather than
+    silence, and a late reconnect is told the run cannot go on (410)."""
     endless = Endless()
     with serve_asgi(create_app(endless, event_log=MemoryEventLog(), resume_grace=1.0)) as url:
         last = read_then_hang_up(url + "/", BODY)
@@ -289,11 +291,15 @@ def test_with_a_log_a_disconnect_cancels_the_handler_once_the_grace_passes() -> 
         late = httpx.post(url + "/", json=BODY, headers={"Last-Event-ID": frames[-1].id or ""})
 
     assert 0.9 <= waited < 5  # the window, give or take the clocks of two threads
-    assert endless.count_at_cancel == endless.count
+    assert endless.count_at_cancel + 2 == endless.count  # the endpoint's close, the end
     assert endless.runs[0].ended
     assert 200 == logged.status_code
-    assert str(endless.count) == frames[-1].id  # every emitted event logged, nothing after
-    assert "TEXT_MESSAGE_CONTENT" == json.loads(frames[-1].data)["type"]
+    assert str(endless.count) == frames[-1].id  # every event logged, nothing after
+    closing = [json.loads(frame.data) for frame in frames[-3:]]
+    assert "TEXT_MESSAGE_CONTENT" == closing[0]["type"]
+    assert {"type": "TEXT_MESSAGE_END", "messageId": closing[0]["messageId"]} == closing[1]
+    assert "RUN_FINISHED" == closing[2]["type"]
+    assert {"type": "cancelled"} == closing[2]["outcome"]
     assert 410 == late.status_code
 
 
@@ -378,7 +384,9 @@ def test_with_a_log_a_framing_without_ids_gets_no_grace(media_type: str) -> None
                 break
         assert endless.cancelled.wait(5)
 
-    assert endless.count_at_cancel == endless.count
+    # A joiner could still read the logged run: the endpoint closed the open message and
+    # ended it with the cancelled outcome, nothing else.
+    assert endless.count_at_cancel + 2 == endless.count
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -84,6 +84,7 @@ class Stage(enum.StrEnum):
     APPLIER = "applier"
     ENCODER = "encoder"
     PRODUCER = "producer"
+    EVENT_LOG = "event-log"
     CLIENT = "client"
     CHECKER = "checker"
 
@@ -901,6 +902,89 @@ RULES: Final[tuple[Rule, ...]] = (
                 "code": "AGUI-E020",
             },
         ),
+        stage=Stage.PRODUCER,
+    ),
+    # -- what an event log writes when the producer cannot end its run -------------------
+    Rule(
+        "AGUI-E021",
+        "producer-lost",
+        "The run's producer stopped renewing its lease in the event log (its worker was "
+        "killed, or lost Redis for longer than the lease): the log ends the run with "
+        "RUN_ERROR carrying this code, so every follower and resume gets a terminal event "
+        "within the lease plus one blocking read (docs/resume.md)",
+        "aguikit: aguikit.server.redis_log.RedisEventLog (producer_ttl)",
+        "The agent's worker stopped; the run was ended without its outcome.",
+        (
+            _rs(),
+            {
+                "type": "RUN_ERROR",
+                "message": "The agent's worker stopped; the run was ended without its outcome.",
+                "code": "AGUI-E021",
+            },
+        ),
+        stage=Stage.EVENT_LOG,
+    ),
+    Rule(
+        "AGUI-E022",
+        "event-log-failed",
+        "An event of the run could not be written to the event log (Redis unreachable, "
+        "stalled past its socket timeout, restarted without the run): the handler's emit "
+        "raises EventLogError, nothing more is logged, and the run ends with RUN_ERROR "
+        "carrying this code rather than with a hole in its ids; a request the log could "
+        "not answer gets 503",
+        "aguikit: aguikit.server.eventlog.EventLogError",
+        "The server could not record the run; it was ended without its outcome.",
+        (
+            _rs(),
+            {
+                "type": "RUN_ERROR",
+                "message": "The server could not record the run; it was ended without its outcome.",
+                "code": "AGUI-E022",
+            },
+        ),
+        stage=Stage.EVENT_LOG,
+    ),
+    Rule(
+        "AGUI-E024",
+        "event-log-full",
+        "The endpoint's event log holds its limit of events over runs still running: a "
+        "new run is refused (503), and a run that would log more ends with RUN_ERROR "
+        "carrying this code (its terminal event is always logged)",
+        "aguikit: aguikit.server.eventlog.MemoryEventLog (max_total_events); a worker's "
+        "memory is bounded whatever its runs produce",
+        "The agent's run was stopped: the server's event log is full.",
+        (
+            _rs(),
+            _ts(),
+            {
+                "type": "RUN_ERROR",
+                "message": "The agent's run was stopped: the server's event log is full.",
+                "code": "AGUI-E024",
+            },
+        ),
+        setting="max_total_events",
+        stage=Stage.PRODUCER,
+    ),
+    Rule(
+        "AGUI-E025",
+        "event-not-unicode",
+        "A handler emitted an event holding a lone surrogate, which UTF-8 cannot carry: "
+        "the emit raises (the handler is told where), the event is neither logged nor "
+        "sent, and the run ends with RUN_ERROR carrying this code",
+        "RFC 8259 (JSON text is Unicode); WHATWG event-stream (UTF-8): no reader could be "
+        "sent the event, so a logged run would otherwise end for every reader there",
+        "The agent emitted text that is not Unicode; the server logged the details.",
+        (
+            _rs(),
+            {"type": "TEXT_MESSAGE_START", "messageId": "m\ud800", "role": "assistant"},
+            {
+                "type": "RUN_ERROR",
+                "message": "The agent emitted text that is not Unicode; the server logged "
+                "the details.",
+                "code": "AGUI-E025",
+            },
+        ),
+        in_process=True,
         stage=Stage.PRODUCER,
     ),
     # -- what a client leaves out of the run input it sends --------------------------------

@@ -79,6 +79,13 @@ one resume grace window later, as if the client had only hung up)."""
 _LEGACY_KINDS: Final = (("image/", "image"), ("audio/", "audio"), ("video/", "video"))
 
 
+_RETRYABLE: Final = frozenset({502, 503, 504})
+"""Statuses of a reconnect that say "not now" (a gateway, the server's event log), not
+"never": the reconnect is tried again, counted against ``max_reconnects``."""
+_NO_RUN: Final = frozenset({404, 410})
+"""Statuses of a resume that say the run is not there."""
+
+
 def _declares_resume(answers: Sequence[httpx.Headers]) -> bool:
     """Whether a server answer said its runs survive a dropped connection."""
     return any(_RESUMABLE in h.get("x-agui-resume", "").lower() for h in answers)
@@ -273,8 +280,9 @@ class AgentClient:
         async_transport: Likewise for async runs; for an ASGI app in process use
             :class:`~aguikit.transport.asgi.ASGIStreamTransport`, which streams
             (``httpx.ASGITransport`` hands the answer over only once the app has ended).
-        max_reconnects: Consecutive reconnects tried on a dropped resumable stream (see
-            :meth:`aevents`).
+        max_reconnects: Reconnects tried on a dropped resumable stream without it making
+            progress (a new numbered event); every reconnect counts, a join's prelude
+            and an answer refused ``502``/``503``/``504`` included (see :meth:`aevents`).
         backoff: Seconds before the first reconnect; doubled for each further one.
         max_backoff: The cap on that delay.  Each delay is drawn in ``[d/2, d]`` (jitter),
             so clients cut off together do not come back together.
@@ -330,6 +338,10 @@ class AgentClient:
         self._transport = transport
         self._async_transport = async_transport
         self.binary = binary
+        self.server_resumes = False
+        """Whether an answer of this agent declared ``X-AGUI-Resume``: a later request cut
+        before its answer's headers is then resumed (``Last-Event-ID: 0``), since the
+        run may already be going on; else it is final, as resending could start it twice."""
         self._session: Session | None = None
         self.request_warnings: list[str] = []
         """What preparing the last request had to drop for an old peer."""
@@ -469,7 +481,8 @@ class AgentClient:
                                 return
                 except TransportError as error:
                     failure = error
-                if not resume.waited(failure):
+                yield from resume.flush(failure)
+                if resume.finished or not resume.waited(failure):
                     return
         except GeneratorExit:
             if resume.cancels:
@@ -496,8 +509,15 @@ class AgentClient:
         the connection drops, or the answer ends before ``RUN_FINISHED``/``RUN_ERROR``, the
         same body is POSTed again with ``Last-Event-ID`` (``0`` when no event had arrived)
         after a capped exponential backoff with jitter, events already delivered are
-        dropped, and the caller sees one continuous stream.  A stream that is not
-        resumable fails as it always did (resending would start the run twice).  With
+        dropped, and the caller sees one continuous stream.  A reconnect answered
+        ``502``, ``503`` or ``504`` (a proxy or the server's log briefly down) is tried
+        again the same way; each reconnect counts against ``max_reconnects`` until the
+        stream makes progress (a new numbered event).  A request cut before its answer's
+        headers is resumed too when this agent declared resumption before
+        (:attr:`server_resumes`): the run may be going on, and a resume that finds no
+        run (``404``/``410``, nothing delivered) starts it (the server's claim makes a
+        double start impossible).  A stream that is not resumable fails as it always
+        did (resending would start the run twice).  With
         ``binary=True`` the first request prefers protobuf; a protobuf answer has no frame
         ids, so it is not resumable, and a reconnect or join asks for SSE only.
 
@@ -506,7 +526,9 @@ class AgentClient:
 
         ``join`` follows a run already in progress (``body["runId"]``) rather than
         starting one: the first request asks for the server's prelude (``Last-Event-ID:
-        0`` and ``X-AGUI-Join: prelude``).
+        0`` and ``X-AGUI-Join: prelude``).  The prelude is delivered whole or not at all:
+        its frames are held until its last (numbered) one, so a join cut inside it joins
+        again without delivering any of it twice.
 
         Stopped by its caller (closed, or its task cancelled) before the run ended, on an
         answer that declared ``X-AGUI-Resume``, it sends the cancel request (the same body
@@ -528,13 +550,16 @@ class AgentClient:
                     # explicitly, so leaving this loop early closes the connection now.
                     async with aclosing(chunks), aclosing(resume.adecode(chunks)) as frames:
                         async for frame in frames:
-                            data = resume.take(frame)
-                            if data is not None:
+                            for data in resume.take_all(frame):
                                 yield data
                             if resume.finished:
                                 return
                 except TransportError as error:
                     failure = error
+                for data in resume.flush(failure):
+                    yield data
+                if resume.finished:
+                    return
                 delay = resume.after(failure)
                 if delay is None:
                     return
@@ -587,6 +612,15 @@ class _Resume:
         self.requests = 0
         self.chosen: list[str] = []
         """The media type the agent chose for the current answer (told by the fetch)."""
+        self.answered = False
+        """Whether the current request's answer headers arrived."""
+        self.assumed = False
+        """Resuming a request cut before its headers, on an agent known to resume."""
+        self.restart = False
+        """The next request starts the run (a resume after a cut before the headers found
+        no run: it never started)."""
+        self.held: list[dict[str, Any]] = []
+        """A join's prelude frames, held until its last, numbered, one arrives."""
 
     @property
     def binary_answer(self) -> bool:
@@ -598,16 +632,25 @@ class _Resume:
         """The server numbered its SSE frames or declared ``X-AGUI-Resume`` on SSE."""
         if self.binary_answer:
             return False
-        return self.numbered or _declares_resume(self.declared)
+        return self.numbered or _declares_resume(self.declared) or self.assumed
+
+    def answer_headers(self, headers: httpx.Headers) -> None:
+        """The current answer's headers arrived (an accepted 2xx answer)."""
+        self.answered = True
+        self.declared.append(headers)
+        if _declares_resume([headers]):
+            self.client.server_resumes = True
 
     def request(self, transport: Any) -> dict[str, Any]:
         """The fetch's options for the next request (``Last-Event-ID`` on a reconnect)."""
         self.earlier = frozenset(self.delivered)
         headers = dict(self.headers)
-        if self.resumable or self.join:
+        restart, self.restart = self.restart, False
+        if (self.resumable or self.join) and not restart:
             headers["Last-Event-ID"] = self.last_id or "0"
         if self.join and self.last_id is None:
             headers["X-AGUI-Join"] = "prelude"
+        self.answered = False
         # Binary only on the first request of a new run: a join or a reconnect resumes by
         # SSE frame id, which the binary transport does not carry.
         binary = self.client.binary and not self.join and self.requests == 0
@@ -619,7 +662,7 @@ class _Resume:
             "transport": transport,
             "accept": BOTH if binary else SSE_ONLY,
             "on_media_type": self.chosen.append,
-            "on_headers": self.declared.append,
+            "on_headers": self.answer_headers,
         }
 
     def decode(self, chunks: Iterator[bytes]) -> Iterator[Frame | dict[str, Any]]:
@@ -658,31 +701,45 @@ class _Resume:
                 yield frame
 
     def take_all(self, frame: Frame | dict[str, Any]) -> list[dict[str, Any]]:
-        """:meth:`take`, as the list of events to deliver (none or one)."""
-        data = self.take(frame)
-        return [] if data is None else [data]
-
-    def take(self, frame: Frame | dict[str, Any]) -> dict[str, Any] | None:
         """
-        The frame's event (a protobuf answer's events come decoded), or ``None`` for one
-        delivered before the reconnect.
+        The events the frame delivers: its own (a protobuf answer's events come
+        decoded); none for one delivered before the reconnect, or for a prelude frame
+        held until the prelude's numbered last; the whole prelude with that one.
         """
         client = self.client
         if isinstance(frame, dict):
             data = frame
         else:
+            if frame.id is not None and frame.id in self.earlier:
+                return []
+            data = frame_object(frame, source=client.url, max_depth=client.max_depth)
+            if frame.id is None and self.join and self.last_id is None:
+                self.held.append(data)
+                return []
             if frame.id is not None:
                 self.numbered = True
-                if frame.id in self.earlier:
-                    return None
                 self.delivered.add(frame.id)
                 self.last_id = frame.id
-            data = frame_object(frame, source=client.url, max_depth=client.max_depth)
-        self.attempt = 0
+                self.attempt = 0  # progress: the reconnects so far are forgiven
+        taken, self.held = [*self.held, data], []
+        self.note(data)
+        return taken
+
+    def note(self, data: Mapping[str, Any]) -> None:
+        """The last event delivered, and whether it ended the run."""
         kind = data.get("type")
         self.last_type = kind if isinstance(kind, str) else None
         self.finished = self.last_type in _TERMINAL
-        return data
+
+    def flush(self, failure: TransportError | None) -> list[dict[str, Any]]:
+        """The answer is over: prelude frames held without their numbered last are
+        delivered if it ended cleanly (an agent that numbers nothing), dropped if it
+        broke (the join asks for a whole prelude again)."""
+        held, self.held = self.held, []
+        if failure is not None or not held:
+            return []
+        self.note(held[-1])
+        return held
 
     def after(self, failure: TransportError | None) -> float | None:
         """
@@ -694,9 +751,17 @@ class _Resume:
             TruncatedStreamError: The server refused the resume, or too many failed.
         """
         if isinstance(failure, HTTPStatusError):
-            if self.attempt == 0:  # the first request: the answer, not a resume, failed
+            status = failure.status_code
+            if self.assumed and self.last_id is None and status in _NO_RUN:
+                self.restart = True  # the cut request never started the run: start it
+            elif self.requests > 1 and status in _RETRYABLE:
+                pass  # a proxy or the server's log, briefly down: try again, counted
+            elif self.requests == 1:  # the first request: the answer, not a resume, failed
                 raise failure
-            raise self.unresumable(str(failure)) from failure
+            else:
+                raise self.unresumable(str(failure)) from failure
+        elif failure is not None and not self.answered and self.client.server_resumes:
+            self.assumed = True  # cut before the headers: the run may be going on
         if not self.resumable:
             if failure is not None:
                 raise failure

@@ -50,6 +50,7 @@ from .limits import MAX_JSON_DEPTH
 __all__ = [
     "dumps_wire",
     "escape_pointer",
+    "find_lone_surrogate",
     "iter_documents",
     "loads",
     "loads_object",
@@ -370,6 +371,41 @@ def dumps_wire(wire: Mapping[str, Any]) -> str:
     if "e-" in text:  # cheap: most events hold no float in exponent form
         text = _TOKEN.sub(_sdk_float, text)
     return text
+
+
+def find_lone_surrogate(data: Any) -> tuple[str, str] | None:
+    """
+    The JSON pointer and character of the first lone surrogate in a document's strings
+    (member names included), walked without recursion; ``None`` if it has none.
+
+    A Python string can hold one (a ``\\ud800`` escape decodes to it), UTF-8 cannot, so
+    it is what makes a document impossible to write: a request body refused with its
+    pointer, an event refused at its ``emit``.
+    """
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        pointer, value = stack.pop()
+        if isinstance(value, str):
+            found = _lone_in(value)
+            if found is not None:
+                return pointer, found
+        elif isinstance(value, dict):
+            for key, member in reversed(value.items()):
+                found = _lone_in(key)
+                if found is not None:
+                    return pointer, found
+                stack.append((f"{pointer}/{escape_pointer(key)}", member))
+        elif isinstance(value, list):
+            stack.extend((f"{pointer}/{i}", v) for i, v in reversed(list(enumerate(value))))
+    return None
+
+
+def _lone_in(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as bad:
+        return text[bad.start]
+    return None
 
 
 def utf8(text: str, kind: object) -> bytes:

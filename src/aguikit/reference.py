@@ -39,6 +39,7 @@ _STAGE_TITLES: Final = {
     Stage.TRANSPORT: "HTTP",
     Stage.PRODUCER: "Producing a stream (aguikit.server.RunWriter)",
     Stage.CLIENT: "Sending a run input (aguikit.client.prepare_input)",
+    Stage.EVENT_LOG: "Logging a run (aguikit.server event logs)",
     Stage.CHECKER: "What `aguikit check` looks at beyond the pipeline",
 }
 
@@ -60,6 +61,10 @@ _REPORTED_AS: Final = {
     "exception: the library accepts these streams",
     Stage.PRODUCER: "a `SessionWarning` in `RunWriter.warnings` whose `code` is the symbol, "
     "or the `code` of the `RUN_ERROR` the writer sends; each with a record on the "
+    "`aguikit.server` logger",
+    Stage.EVENT_LOG: "the `code` of the `RUN_ERROR` the event log writes to end the run, "
+    "`aguikit.server.eventlog.EventLogError` at the handler's `emit`, `503` (a problem "
+    "document) for a request the log could not answer; each with a record on the "
     "`aguikit.server` logger",
     Stage.CLIENT: "a line of `AgentClient.request_warnings` (the id and the symbol, then the "
     "message) and a record on the `aguikit` logger; the request is still sent",

@@ -20,10 +20,13 @@ start it.
 
 Two logs share one interface (:class:`EventLog`):
 
-* :class:`MemoryEventLog`, the one to use unless several workers serve the same runs:
-  per process, bounded per run (the oldest events are dropped past ``max_events``, and a
-  resume from before them is refused rather than silently skipping), and a run's log
-  expires ``ttl`` seconds after its last event;
+* :class:`MemoryEventLog`, the one to use unless several workers serve the
+  same runs: per process, bounded per run (the oldest
+  events are dropped past ``max_events``, and a resume from before them is refused rather
+  than silently skipping) and in total (``max_total_events``: past it a new run is refused
+  and a running one ends with ``RUN_ERROR`` ``AGUI-E024``), and a run's log expires ``ttl``
+  seconds after the run *ended* (a run still running never expires, however quiet, and
+  its id cannot be claimed again while it lives);
 * :class:`aguikit.server.redis_log.RedisEventLog`: Redis Streams, for several workers or
   hosts, so that a client reconnecting to another worker resumes the same run.
 
@@ -39,27 +42,99 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Final, Protocol
 
 import attrs
 
+from ..catalogue import render_message
+from ..errors import AguiError
 from .prelude import prelude
 
-__all__ = ["EventLog", "MemoryEventLog", "parse_id", "prelude"]
+__all__ = [
+    "EventLog",
+    "EventLogError",
+    "EventLogFull",
+    "MemoryEventLog",
+    "lost_run_error",
+    "parse_id",
+    "prelude",
+]
+
+PRODUCER_LOST: Final = "AGUI-E021"
+"""The ``RUN_ERROR`` code of a run whose producer stopped holding its lease (its worker
+died or lost the log for longer than the lease)."""
+LOG_FAILED: Final = "AGUI-E022"
+"""The ``RUN_ERROR`` code of a run one of whose events could not be logged, and of an
+event log that could not answer (``503`` at the endpoint)."""
+
+
+class EventLogError(AguiError):
+    """
+    The event log could not do what was asked (Redis unreachable, stalled past its socket
+    timeout, restarted without the run): raised at the handler's ``emit`` when its event
+    could not be logged (the run then ends with ``RUN_ERROR`` code ``AGUI-E022``, never
+    with a hole in its ids), and answered ``503`` by the endpoint when a request could
+    not be checked against the log.
+    """
+
+    rule = LOG_FAILED
+
+    def __init__(self, run_id: str, what: str) -> None:
+        self.run_id = run_id
+        super().__init__(f"run {run_id!r}: {what}")
+
+    @property
+    def location(self) -> str:
+        return f"run {self.run_id!r}"
+
+
+def lost_run_error(rule_id: str) -> dict[str, Any]:
+    """The ``RUN_ERROR`` an event log writes to end a run its producer can no longer end
+    (``rule_id``: :data:`PRODUCER_LOST` or :data:`LOG_FAILED`), so every follower and
+    resume gets a terminal event rather than a silence or a truncation read as success."""
+    return {"type": "RUN_ERROR", "message": render_message(rule_id), "code": rule_id}
+
 
 DEFAULT_TTL: Final = 300.0
-"""Seconds a run's log is kept after its last event: long enough to ride out a network
+"""Seconds a run's log is kept after the run ended: long enough to ride out a network
 change, short enough that a busy server's memory follows its live runs."""
 
 DEFAULT_MAX_EVENTS: Final = 100_000
 """Events kept per run; past it the oldest are dropped (a resume before them is refused)."""
 
+DEFAULT_MAX_TOTAL_EVENTS: Final = 2_000_000
+"""Events a :class:`MemoryEventLog` keeps over all its runs (a few hundred MiB of typical
+small events); past it ended runs are evicted first, then new runs are refused."""
+
+MAX_ID_DIGITS: Final = 19
+"""The longest event id read (``2**63`` events is more than any run logs): a longer
+``Last-Event-ID`` is one this server never issued, never a 4,300-digit ``int()``."""
+
+_TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
+
+
+class EventLogFull(AguiError):
+    """
+    The log holds as much as it was allowed to (``max_total_events``): a new run is
+    refused (the endpoint answers ``503``), and a running run's next event fails at its
+    ``emit``, so the run ends with ``RUN_ERROR`` carrying ``AGUI-E024``.  A terminal event
+    is always logged, so every reader still learns how the run ended.
+    """
+
+    rule = "AGUI-E024"
+
 
 def parse_id(event_id: str | None) -> int | None:
-    """The event number an id names, or ``None`` for no id or one this server never issued."""
-    if event_id is None or not event_id.isdigit():
+    """The event number an id names, or ``None`` for no id or one this server never issued
+    (only ASCII digits are read: ``"\u00b2"`` is a digit to :meth:`str.isdigit`, not to
+    :func:`int`; and at most :data:`MAX_ID_DIGITS` of them)."""
+    if (
+        event_id is None
+        or not event_id.isascii()
+        or not event_id.isdigit()
+        or len(event_id) > MAX_ID_DIGITS
+    ):
         return None
     return int(event_id)
 
@@ -72,11 +147,18 @@ class EventLog(Protocol):
         Take ``run_id`` for a new run: ``True`` for exactly one caller while the run's log
         exists (on every worker sharing the log), ``False`` for every other.  Atomic, so
         two requests racing to start the same run id cannot both start it; a claimed run
-        then expires like any other (``ttl`` after its last event).
+        is never released while it runs (``ttl`` counts from its end).
+
+        Raises:
+            EventLogFull: the log is full and takes no new run (the endpoint's ``503``).
         """
 
     async def append(self, run_id: str, wire: Mapping[str, Any]) -> str:
-        """Record the next event of ``run_id``; returns its id."""
+        """Record the next event of ``run_id``; returns its id.
+
+        Raises:
+            EventLogFull: the log is full (never for a terminal event).
+        """
 
     async def end(self, run_id: str) -> None:
         """Record that ``run_id`` produces nothing more (followers then stop)."""
@@ -111,93 +193,170 @@ class EventLog(Protocol):
 
 @attrs.define
 class _Run:
-    events: deque[tuple[int, dict[str, Any]]]
+    """One run's window: ``wires[head:]`` are its retained events, ``wires[i]`` being
+    event ``offset + i + 1``; dropped events are cleared in place and the list compacted
+    once half of it is dropped, so both dropping and a follower's index stay O(1)."""
+
+    wires: list[dict[str, Any] | None] = attrs.Factory(list)
+    offset: int = 0
+    head: int = 0
     last: int = 0
     done: bool = False
-    touched: float = 0.0
+    ended: float = 0.0
     changed: asyncio.Event = attrs.Factory(asyncio.Event)
+
+    @property
+    def first(self) -> int:
+        """The number of the oldest retained event (``last + 1`` when none is)."""
+        return self.offset + self.head + 1
+
+    def drop_oldest(self) -> None:
+        self.wires[self.head] = None
+        self.head += 1
+        if self.head * 2 >= len(self.wires):
+            del self.wires[: self.head]
+            self.offset += self.head
+            self.head = 0
+
+    def event(self, number: int) -> dict[str, Any]:
+        wire = self.wires[number - self.offset - 1]
+        assert wire is not None
+        return wire
 
 
 class MemoryEventLog:
     """
-    An in-process :class:`EventLog`: a bounded deque per run, expiring ``ttl`` seconds
-    after the run's last event (finished or abandoned).
+    An in-process :class:`EventLog`: a bounded window per run, kept until ``ttl`` seconds
+    after the run ended.
+
+    Memory is bounded twice: each run keeps its last ``max_events`` events, and the log
+    keeps at most ``max_total_events`` over all runs.  When the total is reached, runs
+    that ended are evicted first (the earliest-ended first); when only running runs are
+    left, :meth:`claim` and :meth:`append` raise :class:`EventLogFull` (a terminal event
+    is still logged), so the endpoint refuses new runs with ``503`` and a growing run
+    ends with ``RUN_ERROR`` (``AGUI-E024``) instead of taking the worker's memory.
+
+    A follower's wake-up costs what it delivers: it reads the events after its position
+    by index, never copying or scanning the retained run.
 
     Args:
-        ttl: Seconds a run is kept after its last event.
+        ttl: Seconds a run is kept after it ended.
         max_events: Events kept per run.
+        max_total_events: Events kept over all runs.
+
+    .. versionchanged:: 0.3.0  ``ttl`` counts from the run's end, not its last event;
+       ``max_total_events``.
     """
 
-    def __init__(self, *, ttl: float = DEFAULT_TTL, max_events: int = DEFAULT_MAX_EVENTS) -> None:
+    def __init__(
+        self,
+        *,
+        ttl: float = DEFAULT_TTL,
+        max_events: int = DEFAULT_MAX_EVENTS,
+        max_total_events: int = DEFAULT_MAX_TOTAL_EVENTS,
+    ) -> None:
         if max_events < 1:
             raise ValueError("max_events must be at least 1")
+        if max_total_events < 1:
+            raise ValueError("max_total_events must be at least 1")
         self.ttl = ttl
         self.max_events = max_events
+        self.max_total_events = max_total_events
         self._runs: dict[str, _Run] = {}
+        self._ended: dict[str, _Run] = {}
+        """Ended runs in the order they ended: the first to expire or be evicted."""
+        self._total = 0
         self._readers: dict[str, int] = {}
-        self._next_sweep = 0.0
 
-    def _sweep(self, now: float) -> None:
-        # Amortised: at most once a second, so append stays O(1).
-        if now < self._next_sweep:
-            return
-        self._next_sweep = now + 1.0
-        expired = [rid for rid, run in self._runs.items() if now - run.touched > self.ttl]
-        for rid in expired:
-            del self._runs[rid]
+    @property
+    def total_events(self) -> int:
+        """Events retained over all runs (at most ``max_total_events``, terminal events
+        of full logs aside)."""
+        return self._total
+
+    def _forget(self, run_id: str) -> None:
+        run = self._runs.pop(run_id)
+        self._ended.pop(run_id, None)
+        self._total -= len(run.wires) - run.head
+        run.changed.set()  # a follower waiting on it sees it gone and ends
+
+    def _expire(self, now: float) -> None:
+        # Ended runs expire in the order they ended: only the front is ever looked at.
+        while self._ended:
+            run_id, run = next(iter(self._ended.items()))
+            if now - run.ended <= self.ttl:
+                return
+            self._forget(run_id)
+
+    def _make_room(self, wire: Mapping[str, Any] | None) -> None:
+        while self._total >= self.max_total_events and self._ended:
+            self._forget(next(iter(self._ended)))
+        if self._total >= self.max_total_events and (
+            wire is None or wire.get("type") not in _TERMINAL
+        ):
+            raise EventLogFull(
+                f"the event log holds its limit of {self.max_total_events} events over "
+                "runs still running: "
+                + ("no new run is taken" if wire is None else "this run cannot log more")
+            )
 
     def _live(self, run_id: str) -> _Run | None:
-        run = self._runs.get(run_id)
-        if run is not None and time.monotonic() - run.touched > self.ttl:
-            del self._runs[run_id]
-            return None
-        return run
+        self._expire(time.monotonic())
+        return self._runs.get(run_id)
 
     async def claim(self, run_id: str) -> bool:
         # No await from the check to the set: nothing else runs in between.
         if self._live(run_id) is not None:
             return False
-        now = time.monotonic()
-        self._sweep(now)
-        self._runs[run_id] = _Run(deque(maxlen=self.max_events), touched=now)
+        self._make_room(None)
+        self._runs[run_id] = _Run()
         return True
 
     async def readers(self, run_id: str) -> int:
         return self._readers.get(run_id, 0)
 
     async def append(self, run_id: str, wire: Mapping[str, Any]) -> str:
-        now = time.monotonic()
-        self._sweep(now)
-        run = self._runs.get(run_id)
+        run = self._live(run_id)
+        self._make_room(wire)
         if run is None:
-            run = self._runs[run_id] = _Run(deque(maxlen=self.max_events))
+            run = self._runs[run_id] = _Run()
         run.last += 1
-        run.events.append((run.last, dict(wire)))
-        run.touched = now
+        run.wires.append(dict(wire))
+        self._total += 1
+        if run.last - run.first >= self.max_events:
+            run.drop_oldest()
+            self._total -= 1
         changed, run.changed = run.changed, asyncio.Event()
         changed.set()  # wake every follower; they wait on the new one next
         return str(run.last)
 
     async def end(self, run_id: str) -> None:
         run = self._runs.get(run_id)
-        if run is not None:
+        if run is not None and not run.done:
             run.done = True
-            run.touched = time.monotonic()
+            run.ended = time.monotonic()
+            self._ended[run_id] = run
             run.changed.set()
 
     async def resumable(self, run_id: str, after: str | None) -> bool:
         run = self._live(run_id)
         if run is None:
             return False
-        first = run.events[0][0] if run.events else run.last + 1
         position = 0 if after is None else parse_id(after)
         if position is None or (run.done and position >= run.last):
             return False
-        return first - 1 <= position <= run.last
+        return run.first - 1 <= position <= run.last
 
     async def read(self, run_id: str) -> list[tuple[str, dict[str, Any]]]:
         run = self._live(run_id)
-        return [] if run is None else [(str(seq), wire) for seq, wire in run.events]
+        if run is None:
+            return []
+        base = run.offset + 1
+        return [
+            (str(base + index), wire)
+            for index, wire in enumerate(run.wires[run.head :], run.head)
+            if wire is not None
+        ]
 
     async def follow(
         self, run_id: str, after: str | None
@@ -211,17 +370,17 @@ class MemoryEventLog:
                 run = self._live(run_id)
                 if run is None:
                     return
-                waiter = run.changed
-                if run.events and run.events[0][0] > position + 1:
-                    return  # what the reader missed was dropped: end rather than skip it
-                for seq, wire in list(run.events):
-                    if seq > position:
-                        position = seq
-                        yield str(seq), wire
-                if run.done and position >= run.last:
+                waiter = run.changed  # taken before reading: no append can slip past it
+                while position < run.last:
+                    if run.first > position + 1:
+                        return  # what the reader missed was dropped: end rather than skip it
+                    position += 1
+                    yield str(position), run.event(position)
+                    if self._runs.get(run_id) is not run:
+                        return  # evicted or expired while the reader held the event
+                if run.done:
                     return
-                if position >= run.last:
-                    await waiter.wait()
+                await waiter.wait()
         finally:
             left = self._readers[run_id] - 1
             if left:

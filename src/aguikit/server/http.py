@@ -80,7 +80,7 @@ from .._observe import Observe
 from ..catalogue import DECODE_RULES, render_message
 from ..encode import encode_proto
 from ..errors import DecodeError, short_repr
-from ..jsonio import dumps_wire, escape_pointer, loads_object
+from ..jsonio import dumps_wire, find_lone_surrogate, loads_object
 from ..limits import MAX_BODY_BYTES
 from ..proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from ..receiver import compare_protocol_versions, strip_unknown
@@ -88,7 +88,7 @@ from ..transport import jsonl, sse
 from ..validate import is_valid, iter_schema_errors, validate
 from ..wire import parse_run_agent_input, to_wire
 from .access import Access, Authorize, Denied, consult
-from .eventlog import EventLog, MemoryEventLog, prelude
+from .eventlog import EventLog, EventLogError, EventLogFull, MemoryEventLog, prelude
 from .writer import ErrorReport, Mode, RunWriter
 
 __all__ = [
@@ -139,6 +139,14 @@ _DONE: Final[Any] = object()
 """Ends the frame queue: the run is over, or the client left."""
 _POLL: Final = 1.0
 """Seconds between two looks at the readers of a run that lost its first connection."""
+SETTLE_TIMEOUT: Final = 2.0
+"""Seconds an ending response waits for its follower (or handler) to stop once cancelled.
+A cancellation a library loses (redis-py's ``asyncio.wait_for`` race, say) must not hang
+the request: past this, the response ends anyway, the run is told its reader left, and
+the task is cancelled again every second until it stops."""
+DEFAULT_SEND_TIMEOUT: Final = 30.0
+"""Seconds one write to the client may take before the client is treated as gone: a
+client that stops reading fills the socket's buffers, and then each send waits."""
 
 
 class _OwnLog(enum.Enum):
@@ -312,35 +320,6 @@ async def _read_body(request: Request, limit: int) -> bytes | Response:
     return b"".join(chunks)
 
 
-def _lone_surrogate(data: Any) -> tuple[str, str] | None:
-    """The pointer and character of the first lone surrogate in a decoded document's
-    strings (member names included), walked without recursion; ``None`` if it has none."""
-    stack: list[tuple[str, Any]] = [("", data)]
-    while stack:
-        pointer, value = stack.pop()
-        if isinstance(value, str):
-            found = _lone(value)
-            if found is not None:
-                return pointer, found
-        elif isinstance(value, dict):
-            for key, member in reversed(value.items()):
-                found = _lone(key)
-                if found is not None:
-                    return pointer, found
-                stack.append((f"{pointer}/{escape_pointer(key)}", member))
-        elif isinstance(value, list):
-            stack.extend((f"{pointer}/{i}", v) for i, v in reversed(list(enumerate(value))))
-    return None
-
-
-def _lone(text: str) -> str | None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as bad:
-        return text[bad.start]
-    return None
-
-
 async def _read_input(
     request: Request, max_body_bytes: int
 ) -> tuple[dict[str, Any], RunAgentInput] | Response:
@@ -402,7 +381,7 @@ def _decode(body: bytes) -> tuple[dict[str, Any], RunAgentInput] | Response:
             return _unprocessable([("", "type", str(error))])
         return _problem(400, f"the request body is not JSON: {error}")
     if _SURROGATE_ESCAPE.search(body):
-        lone = _lone_surrogate(data)
+        lone = find_lone_surrogate(data)
         if lone is not None:
             where, char = lone
             message = f"a lone surrogate {char!r} is not Unicode text; UTF-8 cannot carry it"
@@ -592,6 +571,7 @@ class EventStreamResponse(Response):
         principal: str | None = None,
         telemetry: Observe | None = None,
         trace_headers: Mapping[str, str] | None = None,
+        send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
     ) -> None:
         # As StreamingResponse does: no body, so no Content-Length is declared.
         self.status_code = 200
@@ -609,6 +589,8 @@ class EventStreamResponse(Response):
         self.telemetry = telemetry
         self.trace_headers = trace_headers
         self.keepalive = keepalive if media_type == sse.MEDIA_TYPE else None
+        self.send_timeout = send_timeout
+        """Seconds one write may wait for the client before it is treated as gone."""
         self.queue_size = queue_size
         self.snapshot_every = snapshot_every
         self.encode: Callable[[Mapping[str, Any]], bytes] = (
@@ -620,6 +602,8 @@ class EventStreamResponse(Response):
         )
         self.disconnected = False
         """Whether the client went away before the stream ended."""
+        self._over = False
+        """The response is ending: nothing more goes to the frame queue."""
         if event_log is not None and media_type == sse.MEDIA_TYPE:
             # Tells a client that was cut off before its first event that it may resume.
             self.raw_headers.append((RESUMABLE_HEADER.encode("latin-1"), b"last-event-id"))
@@ -638,14 +622,14 @@ class EventStreamResponse(Response):
         encode = self.encode
 
         async def sink(wire: Mapping[str, Any]) -> None:
-            if not self.disconnected:
+            if not (self.disconnected or self._over):
                 await queue.put(encode(wire))
 
         async def produce() -> None:
             try:
                 await self.run_handler(sink)
             finally:
-                if not self.disconnected:
+                if not (self.disconnected or self._over):
                     await queue.put(_DONE)
 
         log = self.event_log
@@ -676,26 +660,28 @@ class EventStreamResponse(Response):
 
         watcher = asyncio.create_task(watch())
         try:
-            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            await self._send(send, {"type": "http.response.start", "status": 200})
             await self._pump(queue, send)
         except OSError:  # the connection broke under a send
             self.disconnected = True
+        except _Stalled:
+            self.disconnected = True
+            LOGGER.info(
+                "run %r: the client took nothing for %s s; treated as gone",
+                self.run_input.run_id,
+                self.send_timeout,
+            )
         finally:
-            watcher.cancel()
-            if not producer.done():
-                producer.cancel()
+            self._over = True
             try:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await producer
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
-            finally:  # also when following failed: the run must not wait for this reader
+                await _settle(producer, watcher)
+            finally:  # also when following failed or hung: the run must not wait for it
                 if started is not None:
                     started.reader_left()
 
-    async def run_handler(self, sink: Callable[[Mapping[str, Any]], Awaitable[None]]) -> None:
-        """Run the handler on a :class:`RunWriter` writing to ``sink``."""
-        run = RunWriter(
+    def writer(self, sink: Callable[[Mapping[str, Any]], Awaitable[None]]) -> RunWriter:
+        """The run's :class:`RunWriter`, writing to ``sink``."""
+        return RunWriter(
             self.run_input,
             sink=sink,
             mode=self.mode,
@@ -706,6 +692,11 @@ class EventStreamResponse(Response):
             telemetry=self.telemetry,
             trace_headers=self.trace_headers,
         )
+
+    async def run_handler(self, sink: Callable[[Mapping[str, Any]], Awaitable[None]]) -> None:
+        """Run the handler on a :class:`RunWriter` writing to ``sink``, with the run's trace
+        current (``telemetry``)."""
+        run = self.writer(sink)
         with run.activate_trace():
             await self.handler(self.run_input, run)
 
@@ -736,8 +727,12 @@ class EventStreamResponse(Response):
                     await queue.put(f"id: {event_id}\n".encode() + frame if sse_framing else frame)
                     if started is not None:
                         started.queued(event_id)
+        except EventLogError as exc:
+            # The answer ends without a terminal event: a client knows the run unfinished
+            # and resumes (the rest, or a 503 while the log is down).
+            LOGGER.error("run %r: following its log failed: %s", self.run_input.run_id, exc)
         finally:
-            if not self.disconnected:
+            if not (self.disconnected or self._over):
                 await queue.put(_DONE)
 
     async def _pump(self, queue: asyncio.Queue[Any], send: Send) -> None:
@@ -753,10 +748,96 @@ class EventStreamResponse(Response):
             if self.disconnected:
                 return
             if frame is _DONE:
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                await self._send(send, {"type": "http.response.body", "more_body": False})
                 return
-            await send({"type": "http.response.body", "body": frame, "more_body": True})
+            await self._send(send, {"type": "http.response.body", "body": frame, "more_body": True})
 
+    async def _send(self, send: Send, message: dict[str, Any]) -> None:
+        """One ASGI send, bounded by ``send_timeout``: raises :class:`_Stalled` when the
+        client took nothing for that long (its socket buffers full, the server's flow
+        control holding the send)."""
+        if message["type"] == "http.response.start":
+            message["headers"] = self.raw_headers
+        elif "body" not in message:
+            message["body"] = b""
+        if self.send_timeout is None:
+            await send(message)
+            return
+        try:
+            async with asyncio.timeout(self.send_timeout):
+                await send(message)
+        except TimeoutError:
+            raise _Stalled from None
+
+
+class _Stalled(Exception):
+    """The client took nothing for ``send_timeout`` seconds."""
+
+
+async def _settle(*tasks: asyncio.Task[None]) -> None:
+    """
+    Cancel ``tasks`` and wait for them, at most :data:`SETTLE_TIMEOUT` seconds: a task
+    still running then (its cancellation lost) is logged and handed to a reaper that
+    cancels it again each second until it stops, so the response ends in bounded time
+    and no task outlives it for good.
+    """
+    for task in tasks:
+        task.cancel()
+    _, pending = await asyncio.wait(tasks, timeout=SETTLE_TIMEOUT)
+    for task in tasks:
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            error = task.exception()
+            if not isinstance(error, OSError):
+                LOGGER.error("a stream's task failed", exc_info=error)
+    for task in pending:
+        LOGGER.warning(
+            "a stream's task ignored its cancellation for %s s; ending the response without "
+            "it and cancelling it again until it stops",
+            SETTLE_TIMEOUT,
+        )
+        _detach(_reap(task))
+
+
+async def _reap(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` again every :data:`_POLL` seconds until it ends."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=_POLL)
+
+
+async def _consult_log(question: Awaitable[bool]) -> bool | Response:
+    """The log's answer, or ``503`` when it has none: a full log (``AGUI-E024``), or one
+    that failed (Redis down or stalled; its error stays in the server's log)."""
+    try:
+        return await asyncio.wait_for(question, LOG_TIMEOUT)
+    except EventLogFull as full:
+        LOGGER.warning("%s: %s", full.rule, full)
+        return _problem(
+            503,
+            "this server's event log is full; try again later",
+            headers={"Retry-After": "5"},
+            code=full.rule,
+        )
+    except EventLogError as failed:  # Redis down or stalled (AGUI-E022)
+        LOGGER.error("%s: %s", failed.rule, failed, exc_info=failed)
+        return _problem(
+            503,
+            "this server's event log is not answering; try again later",
+            headers={"Retry-After": "5"},
+            code=failed.rule,
+        )
+    except Exception:
+        LOGGER.exception("the event log failed to answer")
+        return _problem(
+            503,
+            "this server's event log is not answering; try again later",
+            headers={"Retry-After": "5"},
+        )
+
+
+LOG_TIMEOUT: Final = 10.0
+"""Seconds a request waits for the event log's answer (a claim, a resumability check)
+before it is answered ``503``: a stalled Redis must not hold requests for ever."""
 
 _DETACHED: Final[set[asyncio.Task[None]]] = set()
 """Runs that outlive their connection; held here so the loop does not drop them."""
@@ -800,6 +881,8 @@ class _LoggedRun:
         self.thread_id = response.run_input.thread_id
         self.principal = response.principal
         """Who started the run: a cancel request must name the same thread and principal."""
+        self.stopping = False
+        """Whether the endpoint cancelled the run on purpose (nobody followed it)."""
         self.task = _detach(self._produce(response))
         self.key = (id(log), self.run_id)
         _RUNNING[self.key] = self
@@ -845,12 +928,26 @@ class _LoggedRun:
                 self.progress.clear()
                 await self.progress.wait()
 
+        writer = response.writer(sink)
         try:
-            await response.run_handler(sink)
+            with writer.activate_trace():
+                await response.handler(response.run_input, writer)
         finally:
             self.logged.set()
-            # Shielded: a cancelled run is still marked ended, so its followers stop.
-            await asyncio.shield(self.log.end(self.run_id))
+            # Shielded: a cancelled run is still closed and marked ended, so its followers
+            # (and resumers) get its end, never silence.
+            await asyncio.shield(self._end(writer))
+
+    async def _end(self, writer: RunWriter) -> None:
+        """End the run in the log: a run stopped on purpose first gets the cancelled
+        outcome the spec's "Cancelled runs" prescribes (:meth:`RunWriter.stopped`), in
+        bounded time, since someone may still read it (a resume, a joiner)."""
+        if self.stopping:
+            try:
+                await asyncio.wait_for(writer.stopped(), SETTLE_TIMEOUT)
+            except Exception as exc:  # a log that fails now: the end below still stops readers
+                LOGGER.warning("run %r: its cancelled outcome was not logged: %r", self.run_id, exc)
+        await self.log.end(self.run_id)
 
     def reader_left(self) -> None:
         """The connection that started the run ended: from now on the run lives only
@@ -883,7 +980,7 @@ class _LoggedRun:
                 if wait <= 0:
                     if not cancelled:
                         LOGGER.info("run %r cancelled: no reader for %s s", self.run_id, self.grace)
-                    cancelled = True
+                    cancelled = self.stopping = True
                     self.task.cancel()
                     wait = _POLL
             else:
@@ -953,6 +1050,7 @@ def agui_endpoint(
     expose_errors: bool = False,
     max_body_bytes: int = MAX_BODY_BYTES,
     telemetry: Observe | None = None,
+    send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
 ) -> Callable[[Request], Awaitable[Response]]:
     """
     Wrap ``handler`` as an HTTP endpoint that answers AG-UI run requests.
@@ -1019,16 +1117,23 @@ def agui_endpoint(
             serves (``docs/otel.md``); each run's span continues the request's W3C
             ``traceparent``/``tracestate``.  ``None``: the one
             ``AguikitInstrumentor().instrument()`` installed, if any.
+        send_timeout: Seconds one write to the client may wait (its socket buffers full)
+            before the client is treated as gone, as if it had disconnected: without a
+            log its handler is cancelled, with one the run's resume grace starts
+            (``None``: wait for ever, a client that never reads then holds its handler).
 
     Raises:
         TypeError: ``handler`` is neither a coroutine function nor an async generator
             function taking the arguments above.
 
     .. versionchanged:: 0.3.0  async generator handlers; ``authorize``, ``on_error``,
-       ``expose_errors``, ``max_body_bytes``; refusals are problem documents.
+       ``expose_errors``, ``max_body_bytes``, ``send_timeout``; refusals are problem
+       documents, a failing event log a ``503``.
     .. versionchanged:: 0.4.0  ``event_log`` defaults to ``None`` (a run bound to its
        connection); the cancel request (``X-AGUI-Cancel``) for a logged run.
     """
+    if send_timeout is not None and not send_timeout > 0:
+        raise ValueError("send_timeout must be positive (or None)")
     if queue_size < 1:
         raise ValueError("queue_size must be at least 1")
     if resume_grace < 0:
@@ -1049,7 +1154,10 @@ def agui_endpoint(
         principal: str | None = None
         resume_after = request.headers.get("last-event-id")
         if log is not None and resume_after is not None:
-            if not await log.resumable(run_input.run_id, resume_after):
+            resumable = await _consult_log(log.resumable(run_input.run_id, resume_after))
+            if isinstance(resumable, Response):
+                return resumable
+            if not resumable:
                 return _problem(
                     410,
                     f"run {run_input.run_id!r} has no logged events after "
@@ -1067,7 +1175,10 @@ def agui_endpoint(
             principal = allowed
             # The claim, not a look-up, decides: of two requests racing to start the
             # same run id, exactly one gets it.
-            if log is not None and not await log.claim(run_input.run_id):
+            claimed = True if log is None else await _consult_log(log.claim(run_input.run_id))
+            if isinstance(claimed, Response):
+                return claimed
+            if not claimed:
                 return _problem(
                     409,
                     f"run {run_input.run_id!r} is running or ran on this server; "
@@ -1091,6 +1202,7 @@ def agui_endpoint(
             principal=principal,
             telemetry=telemetry,
             trace_headers=request.headers,
+            send_timeout=send_timeout,
         )
 
     endpoint.__name__ = getattr(handler, "__name__", "agui_endpoint")

@@ -52,6 +52,8 @@ message was opened untagged).
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -134,6 +136,22 @@ async def prelude(log: EventLog, run_id: str) -> tuple[list[dict[str, Any]], str
     logged = await log.read(run_id)
     if not logged or logged[0][0] != "1" or logged[0][1].get("type") != "RUN_STARTED":
         return None
+    if len(logged) <= _INLINE_EVENTS:
+        return _prelude_of(logged)
+    # Folding a long run takes a while (about 0.7 s at 100,000 events): in the joins'
+    # thread, so the streams this worker serves go on meanwhile.
+    return await asyncio.get_running_loop().run_in_executor(_JOINS, _prelude_of, logged)
+
+
+_INLINE_EVENTS: Final = 1000
+"""Runs up to this many logged events are restated on the event loop: a few ms at most."""
+_JOINS: Final = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aguikit-prelude")
+"""One thread restates the long runs, in turn, however many joiners arrive at once."""
+
+
+def _prelude_of(
+    logged: list[tuple[str, dict[str, Any]]],
+) -> tuple[list[dict[str, Any]], str] | None:
     cut = next(
         (index for index, (_, wire) in enumerate(logged) if wire.get("type") in _ENDS),
         len(logged),

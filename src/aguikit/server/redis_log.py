@@ -26,30 +26,73 @@ Bounds: ``MAXLEN ~ max_events`` per stream (a resume from before the retained wi
 refused), and the key expires ``ttl`` seconds after its last write.  One round trip per
 event: ``XADD`` and ``EXPIRE`` go in one pipeline.
 
-Needs ``aguikit[redis]`` (redis-py).
+The producer holds a lease (``<lease_prefix><runId>``, a random token with an expiry):
+the claim takes it, and the worker writing the run renews it every ``producer_ttl / 3``
+seconds by a task of its own (a handler silent in a slow tool call keeps it) until the
+run ends.  A follower whose blocking read found nothing looks at the lease; once it has
+lapsed (the producing worker was SIGKILLed, or cut from Redis longer than the lease) the
+follower ends the run itself, in one script: ``RUN_ERROR`` with code ``AGUI-E021`` and
+the end entry, numbered after the last entry, so every follower and every resume gets a
+terminal event within ``producer_ttl`` plus one blocking read (12 s by default).  A
+producer that was only stalled and comes back finds its next number taken: its ``emit``
+raises, and the run stays ended as its followers saw it.
+
+A failed write never leaves a hole: the number is spent only when the ``XADD`` is
+acknowledged, the first failure makes every later append of the run fail at once
+(:class:`~aguikit.server.eventlog.EventLogError` at the handler's ``emit``), and the
+run's end writes ``RUN_ERROR`` with code ``AGUI-E022`` after the last event Redis holds
+(it appends with ``NOMKSTREAM``, so a Redis that restarted without the run is a failure,
+not a new stream missing its beginning).  Every Redis error is raised as
+:class:`~aguikit.server.eventlog.EventLogError` (the endpoint answers ``503``).
+
+Blocking reads wait ``min(2 s, socket_timeout / 2)``, so redis-py's socket timeout (5 s
+by default in redis-py 8) never fires under a silent run; a read that fails anyway
+(Redis stalled, restarted) is retried with backoff for up to ``producer_ttl`` before the
+follower gives up, and a reader's heartbeat survives a failed refresh.
+
+Needs ``aguikit[redis]`` (redis-py 5.0 or newer).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import secrets
-from collections.abc import AsyncGenerator, Mapping
-from typing import Any, Final  # redis-py's stream replies are loosely typed: read as Any
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from typing import Any, Final, TypeVar  # redis-py's stream replies are loosely typed: Any
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from ..jsonio import dumps_wire, loads_object
-from .eventlog import DEFAULT_MAX_EVENTS, DEFAULT_TTL, parse_id
+from .eventlog import (
+    DEFAULT_MAX_EVENTS,
+    DEFAULT_TTL,
+    LOG_FAILED,
+    PRODUCER_LOST,
+    EventLogError,
+    lost_run_error,
+    parse_id,
+)
 
 __all__ = ["RedisEventLog"]
+
+LOGGER: Final = logging.getLogger("aguikit.server")
+_T = TypeVar("_T")
 
 _EVENT: Final = b"e"
 _END: Final = b"end"
 _CLAIM: Final = b"claim"
-_BLOCK_MS: Final = 5000
-"""How long one blocking read waits before checking the key still exists."""
+_BLOCK_MS: Final = 2000
+"""The longest one blocking read waits before looking at the key and the producer's lease
+(shortened to half the client's socket timeout, so redis-py never times a silence out)."""
 DEFAULT_READER_TTL: Final = 15.0
 """Seconds a reader counts after its last heartbeat (it beats every third of that)."""
+DEFAULT_PRODUCER_TTL: Final = 10.0
+"""Seconds a run's producer lease lasts after its last renewal (renewed every third of
+that): past it with no renewal, a follower ends the run with ``RUN_ERROR``."""
 
 _LEAVING: Final[set[asyncio.Future[Any]]] = set()
 """Removals of readers still on their way to Redis (the loop keeps only weak references
@@ -59,10 +102,55 @@ _CLAIM_SCRIPT: Final = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('XADD', KEYS[1], '0-1', 'claim', '1')
 redis.call('EXPIRE', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
 return 1
 """
-"""Create the run's stream if, and only if, it does not exist (atomic: one script)."""
+"""Create the run's stream if, and only if, it does not exist (atomic: one script), and
+take its producer lease."""
 
+_RENEW_SCRIPT: Final = """
+local holder = redis.call('GET', KEYS[2])
+if holder ~= ARGV[1] then
+  if holder then return 0 end
+  local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+  if not last[1] then return 0 end
+  local fields = last[1][2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 'end' then return 0 end
+  end
+end
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+"""Renew the producer's lease (and the stream's expiry: a silent handler's run does not
+expire under it) while the lease is this producer's, or take it back when it lapsed (a
+stall longer than the lease) and nobody ended the run meanwhile; ``0`` once the run was
+ended by a follower (the lease is then nobody's, or another's)."""
+
+_END_RUN_SCRIPT: Final = """
+if ARGV[1] == 'lapsed' and redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local n = tonumber(ARGV[3])
+if last[1] then
+  local fields = last[1][2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 'end' then return 0 end
+  end
+  n = tonumber(string.match(last[1][1], '^(%d+)')) + 1
+elseif ARGV[1] == 'lapsed' then
+  return -1
+end
+redis.call('XADD', KEYS[1], n .. '-0', 'e', ARGV[2])
+redis.call('XADD', KEYS[1], (n + 1) .. '-0', 'end', '1')
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('DEL', KEYS[2])
+return 1
+"""
+"""End a run its producer cannot end: ``RUN_ERROR`` (``ARGV[2]``) and the end entry,
+numbered after the last entry Redis holds (``ARGV[3]`` when it holds none), unless the
+run already ended.  ``lapsed``: a follower's, only once the lease is gone (``-1``: the
+stream itself is gone); ``failed``: the producer's own, after a failed append."""
 _NOW: Final = "local t = redis.call('TIME') local now = t[1] + t[2] / 1000000 "
 _BEAT_SCRIPT: Final = (
     _NOW
@@ -100,14 +188,22 @@ class RedisEventLog:
 
     Args:
         redis: A ``redis.asyncio.Redis`` client (its connection pool is shared by every
-            run this worker writes or follows).
-        ttl: Seconds a run's stream is kept after its last event.
+            run this worker writes or follows).  Its ``socket_timeout`` (if any) bounds
+            each blocking read to half of it.
+        ttl: Seconds a run's stream is kept after its last event (or its producer's last
+            lease renewal).
         max_events: Events kept per run (approximately: ``MAXLEN ~``).
         prefix: Prepended to each run id to make its stream's key.
-        readers_prefix: Prepended to each run id to make the key of its readers' set;
-            neither prefix may start the other, so no run's keys meet another's.
+        readers_prefix: Prepended to each run id to make the key of its readers' set.
+        lease_prefix: Prepended to each run id to make the key of its producer's lease;
+            no two of the three prefixes may start one another, so no run's keys meet
+            another's.
         reader_ttl: Seconds a reader counts after its last heartbeat: how long a reader
             on a worker that died goes on keeping its run alive.
+        producer_ttl: Seconds a producer's lease lasts after its last renewal: a run
+            whose worker died gets its ``RUN_ERROR`` (``AGUI-E021``) at most this plus
+            one blocking read (2 s) later, as soon as someone follows it.  Longer rides
+            out longer Redis stalls; shorter tells followers sooner.
     """
 
     def __init__(
@@ -118,26 +214,46 @@ class RedisEventLog:
         max_events: int = DEFAULT_MAX_EVENTS,
         prefix: str = "aguikit:run:",
         readers_prefix: str = "aguikit:readers:",
+        lease_prefix: str = "aguikit:lease:",
         reader_ttl: float = DEFAULT_READER_TTL,
+        producer_ttl: float = DEFAULT_PRODUCER_TTL,
     ) -> None:
-        if prefix.startswith(readers_prefix) or readers_prefix.startswith(prefix):
-            raise ValueError(
-                f"prefix {prefix!r} and readers_prefix {readers_prefix!r} overlap: a run id "
-                "could then name another run's readers"
-            )
+        named = {"prefix": prefix, "readers_prefix": readers_prefix, "lease_prefix": lease_prefix}
+        for one, first in named.items():
+            for other, second in named.items():
+                if one != other and first.startswith(second):
+                    raise ValueError(
+                        f"{one} {first!r} and {other} {second!r} overlap: a run id could "
+                        "then name another run's keys"
+                    )
         if reader_ttl <= 0:
             raise ValueError("reader_ttl must be positive")
+        if producer_ttl <= 0:
+            raise ValueError("producer_ttl must be positive")
         self.redis = redis
         self.ttl = ttl
         self.max_events = max_events
         self.prefix = prefix
         self.readers_prefix = readers_prefix
+        self.lease_prefix = lease_prefix
         self.reader_ttl = reader_ttl
+        self.producer_ttl = producer_ttl
+        timeout = redis.connection_pool.connection_kwargs.get("socket_timeout")
+        self.block_ms = _BLOCK_MS if not timeout else max(1, min(_BLOCK_MS, int(timeout * 500)))
+        """How long one blocking read waits (below the client's socket timeout)."""
         self._next: dict[str, int] = {}
         """The next number of each run this worker writes (one writer per run)."""
+        self._tokens: dict[str, str] = {}
+        """The producer lease token of each run this worker claimed or writes."""
+        self._leases: dict[str, asyncio.Task[None]] = {}
+        """The renewal task of each run this worker writes."""
+        self._failed: set[str] = set()
+        """Runs one of whose appends failed: nothing more is appended, the end says so."""
         self._claim = redis.register_script(_CLAIM_SCRIPT)
         self._beat = redis.register_script(_BEAT_SCRIPT)
         self._count = redis.register_script(_COUNT_SCRIPT)
+        self._renew = redis.register_script(_RENEW_SCRIPT)
+        self._end_run = redis.register_script(_END_RUN_SCRIPT)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisEventLog:
@@ -150,11 +266,25 @@ class RedisEventLog:
     def _seconds(self, seconds: float) -> int:
         return max(1, round(seconds))
 
+    async def _ask(self, run_id: str, what: str, call: Awaitable[_T]) -> _T:
+        """``call``'s answer, a Redis error raised as the log's own (``503`` at the endpoint)."""
+        try:
+            return await call
+        except RedisError as exc:
+            raise EventLogError(run_id, f"Redis failed to {what}: {exc!r}") from exc
+
     async def claim(self, run_id: str) -> bool:
-        return bool(await self._claim(keys=[self._key(run_id)], args=[self._seconds(self.ttl)]))
+        token = secrets.token_hex(8)
+        keys = [self._key(run_id), self.lease_prefix + run_id]
+        args: list[str | int] = [self._seconds(self.ttl), token, round(self.producer_ttl * 1000)]
+        if not await self._ask(run_id, "claim the run", self._claim(keys=keys, args=args)):
+            return False
+        self._tokens[run_id] = token
+        return True
 
     async def readers(self, run_id: str) -> int:
-        return int(await self._count(keys=[self.readers_prefix + run_id]))
+        counted = self._count(keys=[self.readers_prefix + run_id])
+        return int(await self._ask(run_id, "count its readers", counted))
 
     async def _mark_reader(self, key: str, token: str, refresh: bool) -> None:
         ttl = self.reader_ttl
@@ -162,38 +292,120 @@ class RedisEventLog:
             keys=[key], args=[token, ttl, self._seconds(ttl * 2), "XX" if refresh else ""]
         )
 
-    async def _heartbeat(self, key: str, token: str) -> None:
-        """Refresh a reader's entry until cancelled."""
+    async def _marked(self, key: str, token: str, refresh: bool) -> bool:
+        """Whether marking (or refreshing) a reader's entry worked; a failure is logged,
+        not raised: a reader that could not say it is there reads on all the same."""
+        try:
+            await self._mark_reader(key, token, refresh)
+        except RedisError as exc:
+            LOGGER.warning("reader %s: marking it failed: %r", key, exc)
+            return False
+        return True
+
+    async def _heartbeat(self, key: str, token: str, marked: bool) -> None:
+        """Keep a reader's entry until cancelled; a failed beat is logged and the next
+        one tried (the entry outlives one miss: it lasts three beats), creating the
+        entry if no beat has yet."""
         while True:
             await asyncio.sleep(self.reader_ttl / 3)
-            await self._mark_reader(key, token, refresh=True)
+            marked = await self._marked(key, token, refresh=marked) or marked
+
+    async def _hold_lease(self, run_id: str, token: str) -> None:
+        """Renew the producer's lease until cancelled (at the run's end) or taken over (a
+        follower ended the run after the lease lapsed: nothing more is the producer's)."""
+        keys = [self._key(run_id), self.lease_prefix + run_id]
+        args: list[str | int] = [token, round(self.producer_ttl * 1000), self._seconds(self.ttl)]
+        while True:
+            await asyncio.sleep(self.producer_ttl / 3)
+            try:
+                if not await self._renew(keys=keys, args=args):
+                    LOGGER.error("run %r: its producer lease was lost; the run was ended", run_id)
+                    return
+            except RedisError as exc:
+                LOGGER.warning("run %r: renewing its producer lease failed: %r", run_id, exc)
 
     async def append(self, run_id: str, wire: Mapping[str, Any]) -> str:
         return await self._add(run_id, {_EVENT: dumps_wire(wire)})
 
-    async def _add(self, run_id: str, fields: Any) -> str:
+    async def _add(self, run_id: str, fields: Any, *, hold: bool = True) -> str:
+        if run_id in self._failed:
+            raise EventLogError(run_id, "an earlier event could not be logged; the run ends")
         seq = self._next.get(run_id, 1)
-        self._next[run_id] = seq + 1
         key = self._key(run_id)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.xadd(key, fields, id=f"{seq}-0", maxlen=self.max_events, approximate=True)
-            pipe.expire(key, self._seconds(self.ttl))
-            await pipe.execute()
+        token = self._tokens.setdefault(run_id, secrets.token_hex(8))
+        try:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.xadd(
+                    key,
+                    fields,
+                    id=f"{seq}-0",
+                    maxlen=self.max_events,
+                    approximate=True,
+                    nomkstream=seq > 1,
+                )
+                pipe.expire(key, self._seconds(self.ttl))
+                hold = hold and run_id not in self._leases
+                if hold:  # the run's first write here: hold its lease
+                    pipe.set(self.lease_prefix + run_id, token, px=round(self.producer_ttl * 1000))
+                added, _, *_ = await pipe.execute()
+        except RedisError as exc:
+            self._failed.add(run_id)
+            raise EventLogError(run_id, f"event {seq} could not be logged: {exc!r}") from exc
+        if added is None:  # NOMKSTREAM: the stream is gone (expired, Redis restarted)
+            self._failed.add(run_id)
+            raise EventLogError(run_id, f"event {seq} could not be logged: the run's log is gone")
+        self._next[run_id] = seq + 1
+        if hold:
+            self._leases[run_id] = asyncio.create_task(self._hold_lease(run_id, token))
         return str(seq)
 
     async def end(self, run_id: str) -> None:
-        await self._add(run_id, {_END: b"1"})
+        lease = self._leases.pop(run_id, None)
+        if lease is not None:
+            lease.cancel()
+        self._tokens.pop(run_id, None)
+        seq = self._next.get(run_id, 1)
+        if run_id not in self._failed:
+            try:
+                await self._add(run_id, {_END: b"1"}, hold=False)
+            except EventLogError:
+                pass  # ended below, as a failed run
+            else:
+                self._next.pop(run_id, None)
+                with contextlib.suppress(RedisError):  # else it expires with its lease
+                    await self.redis.delete(self.lease_prefix + run_id)
+                return
         self._next.pop(run_id, None)
+        self._failed.discard(run_id)
+        LOGGER.error("run %r: ended with RUN_ERROR %s: an event was not logged", run_id, LOG_FAILED)
+        await self._end_with_error(run_id, "failed", LOG_FAILED, seq)
+
+    async def _end_with_error(self, run_id: str, why: str, code: str, seq: int) -> int:
+        """Run the end script (see ``_END_RUN_SCRIPT``): the producer's own, after a failed
+        append, is retried (its followers wait for that terminal event); a follower's
+        look at a lapsed lease is not (the next silence looks again)."""
+        keys = [self._key(run_id), self.lease_prefix + run_id]
+        error = dumps_wire(lost_run_error(code))
+        args: list[str | int] = [why, error, seq, self._seconds(self.ttl)]
+
+        async def end() -> Any:
+            return await self._end_run(keys=keys, args=args)
+
+        if why == "failed":
+            return int(await self._retried(run_id, "end the run", end))
+        return int(await self._ask(run_id, "end the run", end()))
 
     async def resumable(self, run_id: str, after: str | None) -> bool:
         key = self._key(run_id)
-        first: Any = await self.redis.xrange(key, count=1)
+        first: Any = await self._ask(run_id, "read the run", self.redis.xrange(key, count=1))
         if not first:
             return False
         position = 0 if after is None else parse_id(after)
         if position is None:
             return False
-        last: Any = await self.redis.xrevrange(key, count=1)
+        last: Any = await self._ask(run_id, "read the run", self.redis.xrevrange(key, count=1))
+        if not last:
+            return False
         ((last_id, fields),) = last
         if _END in fields:  # ended: its last event is the one before the end entry
             return _seq(first[0][0]) - 1 <= position < _seq(last_id) - 1
@@ -201,12 +413,37 @@ class RedisEventLog:
 
     async def read(self, run_id: str) -> list[tuple[str, dict[str, Any]]]:
         key = self._key(run_id)
-        entries: Any = await self.redis.xrange(key)
+        entries: Any = await self._ask(run_id, "read the run", self.redis.xrange(key))
         return [
             (str(_seq(stream_id)), loads_object(fields[_EVENT], source=key))
             for stream_id, fields in entries
             if _EVENT in fields
         ]
+
+    async def _retried(self, run_id: str, what: str, call: Callable[[], Awaitable[_T]]) -> _T:
+        """``call()``'s answer, a failure retried with backoff (0.1 s doubling to 1 s) for
+        up to ``producer_ttl`` seconds, then raised as :class:`EventLogError`: a stall or
+        a restart of Redis shorter than the producer's lease is ridden out."""
+        deadline, pause = time.monotonic() + self.producer_ttl, 0.1
+        while True:
+            try:
+                return await call()
+            except RedisError as exc:
+                if time.monotonic() >= deadline:
+                    raise EventLogError(run_id, f"Redis failed to {what}: {exc!r}") from exc
+                LOGGER.warning("run %r: Redis failed to %s, retrying: %r", run_id, what, exc)
+            await asyncio.sleep(pause)
+            pause = min(2 * pause, 1.0)
+
+    async def _next_entries(self, run_id: str, cursor: str) -> Any:
+        """The next entries after ``cursor`` (``[]`` after a silent blocking read)."""
+        key = self._key(run_id)
+
+        async def read() -> Any:
+            return await self.redis.xread({key: cursor}, block=self.block_ms, count=512)
+
+        found = await self._retried(run_id, "follow the run", read)
+        return found[0][1] if found else []
 
     async def follow(
         self, run_id: str, after: str | None
@@ -219,15 +456,27 @@ class RedisEventLog:
         readers, token = self.readers_prefix + run_id, secrets.token_hex(8)
         heartbeat: asyncio.Task[None] | None = None
         try:
-            await self._mark_reader(readers, token, refresh=False)
-            heartbeat = asyncio.create_task(self._heartbeat(readers, token))
+            marked = await self._marked(readers, token, refresh=False)
+            heartbeat = asyncio.create_task(self._heartbeat(readers, token, marked))
             while True:
-                found: Any = await self.redis.xread({key: cursor}, block=_BLOCK_MS, count=512)
-                if not found:
-                    if not await self.redis.exists(key):
+                entries = await self._next_entries(run_id, cursor)
+                if not entries:
+                    # A silence: the run may be gone, or its producer dead.
+                    try:
+                        ended = await self._end_with_error(run_id, "lapsed", PRODUCER_LOST, 0)
+                    except EventLogError as exc:  # looked at again after the next read
+                        LOGGER.warning("run %r: looking at its producer failed: %s", run_id, exc)
+                        continue
+                    if ended < 0:
                         return  # expired or never existed: nothing more will come
+                    if ended:
+                        LOGGER.error(
+                            "run %r: its producer's lease lapsed; ended with RUN_ERROR %s",
+                            run_id,
+                            PRODUCER_LOST,
+                        )
                     continue
-                for stream_id, fields in found[0][1]:
+                for stream_id, fields in entries:
                     if _seq(stream_id) > position + 1:
                         return  # trimmed past what the reader has seen: end, never skip
                     position = _seq(stream_id)
@@ -245,4 +494,5 @@ class RedisEventLog:
             leaving = asyncio.ensure_future(self.redis.zrem(readers, token))
             _LEAVING.add(leaving)
             leaving.add_done_callback(_LEAVING.discard)
-            await asyncio.shield(leaving)
+            with contextlib.suppress(RedisError):  # then it expires with its heartbeat
+                await asyncio.shield(leaving)

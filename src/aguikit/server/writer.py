@@ -73,11 +73,11 @@ import jsonpatch
 from .. import _observe
 from .._generated.models import Event, RunAgentInput, StateDeltaEvent, StateSnapshotEvent
 from .._generated.registry import EVENT_CLASSES, PROTOCOL_VERSION
-from ..catalogue import RULES_BY_ID, RULES_BY_SYMBOL, render_message
+from ..catalogue import RULES_BY_ID, RULES_BY_SYMBOL, Stage, render_message
 from ..chunks import ChunkNormalizer
-from ..errors import AguiError, PatchError, ProtocolError, SchemaValidationError
+from ..errors import AguiError, PatchError, ProtocolError, SchemaValidationError, WireFormatError
 from ..interop import is_sdk_model, sdk_wire
-from ..jsonio import dumps_wire, utf8
+from ..jsonio import dumps_wire, find_lone_surrogate, utf8
 from ..limits import MAX_OPEN_ENTITIES
 from ..patch import UNSET, apply_patch, copy_json
 from ..receiver import compare_protocol_versions, omit_newer_members
@@ -116,6 +116,32 @@ REPAIR_RULE: Final = "AGUI-W021"
 HANDLER_FAILED: Final = "AGUI-E020"
 """The ``RUN_ERROR`` code of a run (or subagent) an exception ended that reports no rule
 of aguikit's: the stable code a client can act on, in place of the exception's class."""
+
+UNWRITABLE_EVENT: Final = "AGUI-E025"
+"""The ``RUN_ERROR`` code of a run whose handler emitted an event no connection can write
+(a lone surrogate in a string): refused at the ``emit``, never logged, so a run's log
+holds only events every reader can be sent."""
+
+_CHECKER: Final = json.JSONEncoder(ensure_ascii=False, check_circular=False)
+
+
+def _writable(wire: Mapping[str, Any], kind: Any) -> None:
+    """Refuse an event UTF-8 cannot carry before any reader (or log) gets it."""
+    try:
+        _CHECKER.encode(wire).encode("utf-8")
+    except UnicodeEncodeError:
+        where, char = find_lone_surrogate(wire) or ("", "?")
+        error = WireFormatError(
+            kind if isinstance(kind, str) else "Event",
+            where,
+            f"a lone surrogate {char!r} cannot be written as UTF-8: no connection could "
+            "send this event",
+        )
+        error.rule = UNWRITABLE_EVENT
+        raise error from None
+    except (TypeError, ValueError):
+        return  # not JSON at all: the schema check and the encoder say so, located
+
 
 ErrorReport = Callable[[BaseException], "tuple[str, str] | None"]
 """``on_error(exc) -> (message, code) | None``: what a ``RUN_ERROR`` (or
@@ -336,7 +362,9 @@ class _Stream:
                 )
         rule_id = exc.rule if isinstance(exc, AguiError) else None
         rule = RULES_BY_ID.get(rule_id) if rule_id is not None else None
-        if rule is not None:
+        if rule is not None and rule.stage is Stage.PRODUCER:  # the server's own rows
+            code, message = rule.id, render_message(rule.id)
+        elif rule is not None:
             code, message = rule.id, f"The agent broke rule {rule.id} ({rule.symbol})."
         else:
             code, message = HANDLER_FAILED, render_message(HANDLER_FAILED)
@@ -352,13 +380,25 @@ class _Stream:
             return []
         family = REPAIRABLE[rule]
         tag = getattr(event, "subagent_run_id", None)
+        return self.closers(
+            lambda open_family, entity, owner: (
+                family is None
+                or not (
+                    open_family is not family
+                    or (error.entity_id is not None and str(entity) != error.entity_id)
+                    or (open_family is Family.STEP and owner != tag)
+                )
+            )
+        )
+
+    def closers(
+        self, keep: Callable[[Family, Any, Any], bool] = lambda *_: True
+    ) -> list[tuple[dict[str, Any], Any]]:
+        """The closing events (and the entity each closes) of what is open and ``keep``
+        admits, in an order the verifier accepts."""
         found: list[tuple[dict[str, Any], Any]] = []
         for open_family, entity, owner in self.verifier.open_entities():
-            if family is not None and (
-                open_family is not family
-                or (error.entity_id is not None and str(entity) != error.entity_id)
-                or (open_family is Family.STEP and owner != tag)
-            ):
+            if not keep(open_family, entity, owner):
                 continue
             event_type, member = _CLOSERS[open_family]
             closer: dict[str, Any] = {"type": event_type}
@@ -453,6 +493,7 @@ class _Stream:
                     raise
                 await self._audit_invalid(item, refused)
                 return None
+            _writable(wire, wire.get("type"))
             self.pending = []
             try:
                 expanded = self.normalizer.normalize(event)
@@ -1209,6 +1250,42 @@ class RunWriter(EventWriter):
             await stream.submit({"type": "RUN_ERROR", "message": message, "code": code})
         except AguiError as refused:
             LOGGER.error("%s: RUN_ERROR refused: %s", self._ids, refused)
+
+    async def stopped(self) -> None:
+        """
+        End a run its server stopped on purpose (nobody followed it through the resume
+        grace window, say) with ``RUN_FINISHED`` carrying the cancelled outcome, after
+        closing what the run opened (messages, tool calls, steps, subagents), as the
+        spec's "Cancelled runs" asks of a producer: a stopped run is neither a success
+        nor silence for whoever still reads it.  When it cannot close in order (the run
+        had already failed, or a close is refused), the run ends with ``RUN_ERROR``
+        instead; nothing when it already ended.
+
+        The endpoint calls it after cancelling the handler; a handler never needs to.
+
+        .. versionadded:: 0.3.0
+        """
+        stream = self._stream
+        self._closed = False  # the cancellation closed the writer; this one ending is owed
+        if stream.ended_at is not None:
+            return
+        if stream.fatal is not None:
+            await self.fail(stream.fatal)
+            return
+        try:
+            await self.start()
+            for closer, _ in stream.closers():
+                await stream.submit(closer)
+            await stream.submit(
+                {
+                    "type": "RUN_FINISHED",
+                    "threadId": self.input.thread_id,
+                    "runId": self.input.run_id,
+                    "outcome": {"type": "cancelled"},
+                }
+            )
+        except AguiError as refused:
+            await self.fail(refused)
 
     async def feed(self, events: AsyncIterable[Any]) -> None:
         """

@@ -28,7 +28,7 @@ from typing import Any, Final
 import httpx
 
 from ..errors import ContentTypeError, HTTPStatusError, TransportError
-from ..jsonio import loads
+from ..jsonio import dumps_wire, loads, utf8
 from .proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from .sse import MEDIA_TYPE
 
@@ -63,12 +63,24 @@ def _headers(extra: Mapping[str, str] | None, accept: Sequence[str]) -> dict[str
     return {**(extra or {}), "Content-Type": "application/json", "Accept": ", ".join(accept)}
 
 
+def _content(body: Mapping[str, Any]) -> bytes:
+    """The request body as UTF-8 JSON, written by the one JSON writer before anything is
+    sent: a value JSON or UTF-8 cannot carry (a lone surrogate in a message, say) is a
+    :class:`~aguikit.errors.WireFormatError`, never an ``httpx`` or ``UnicodeEncodeError``."""
+    return utf8(dumps_wire(dict(body)), "RunAgentInput")
+
+
+_FAILURES: Final = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, UnicodeEncodeError)
+"""What ``httpx`` raises for a request it cannot make or finish (a URL it cannot read, a
+header value that is not Latin-1, a connection that broke): each a TransportError here."""
+
+
 def _media_type(response: httpx.Response) -> str | None:
     value = response.headers.get("content-type")
     return None if value is None else value.split(";", 1)[0].strip().lower()
 
 
-def _describe(exc: httpx.HTTPError) -> str:
+def _describe(exc: Exception) -> str:
     text = str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {text}"
 
@@ -130,16 +142,20 @@ def post_stream(
         HTTPStatusError: The agent answered non-2xx (the error holds the body's start).
         ContentTypeError: The agent answered 2xx in a media type not in ``accept`` (only
             with ``require_event_stream``).
-        TransportError: The connection failed, before or during the body.
+        TransportError: The connection failed, before or during the body (or the URL
+            or a header could not be sent at all).
+        WireFormatError: The body holds a value JSON or UTF-8 cannot carry (a lone
+            surrogate); nothing was sent.
 
     .. versionchanged:: 0.3.0  ``accept``, ``on_media_type``, ``on_response``,
        ``require_event_stream``, ``on_headers``.
     """
+    content = _content(body)
     try:
         with (
             httpx.Client(timeout=timeout, transport=transport) as client,
             client.stream(
-                "POST", url, json=dict(body), headers=_headers(headers, accept)
+                "POST", url, content=content, headers=_headers(headers, accept)
             ) as response,
         ):
             if on_response is not None:
@@ -156,7 +172,7 @@ def post_stream(
             if on_headers is not None:
                 on_headers(response.headers)
             yield from response.iter_bytes()
-    except httpx.HTTPError as exc:
+    except _FAILURES as exc:
         raise TransportError(_describe(exc), url=url) from exc
 
 
@@ -179,11 +195,12 @@ async def apost_stream(
     An async generator is not closed when dropped, so a caller that may stop early wraps
     it in ``contextlib.aclosing`` (the client does).
     """
+    content = _content(body)
     try:
         async with (
             httpx.AsyncClient(timeout=timeout, transport=transport) as client,
             client.stream(
-                "POST", url, json=dict(body), headers=_headers(headers, accept)
+                "POST", url, content=content, headers=_headers(headers, accept)
             ) as response,
         ):
             if on_response is not None:
@@ -201,7 +218,7 @@ async def apost_stream(
                 on_headers(response.headers)
             async for chunk in response.aiter_bytes():
                 yield chunk
-    except httpx.HTTPError as exc:
+    except _FAILURES as exc:
         raise TransportError(_describe(exc), url=url) from exc
 
 
