@@ -140,6 +140,9 @@ class Exchange:
     started: datetime.datetime | None = None
     times: tuple[EventTime, ...] = ()
     complete: bool = True
+    timings: tuple[tuple[str, float], ...] = ()
+    """The HAR entry's ``timings`` (``send``, ``wait``, ``receive``... in ms): a browser's
+    export has no per-event time, only these."""
 
     @classmethod
     def of(
@@ -315,6 +318,16 @@ def _times(custom: Any) -> tuple[tuple[EventTime, ...], bool]:
     return tuple(times), custom.get("complete") is not False
 
 
+def _timings(value: Any) -> tuple[tuple[str, float], ...]:
+    if not isinstance(value, dict):
+        return ()
+    return tuple(
+        (str(k), float(v))
+        for k, v in value.items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    )
+
+
 def _agui_request(request: Mapping[str, Any]) -> tuple[bool, Any, str | None]:
     """Whether a HAR request is an AG-UI run (by shape), its decoded body and its text."""
     if str(request.get("method", "")).upper() != "POST":
@@ -397,6 +410,7 @@ def read_har(source: str | Path, *, data: bytes | None = None) -> Recording:
                 started=_started(entry.get("startedDateTime")),
                 times=times,
                 complete=complete,
+                timings=_timings(entry.get("timings")),
             )
         )
     return Recording(name, tuple(exchanges), skipped, cut)
@@ -462,13 +476,14 @@ class _Thread:
     def add(
         self,
         rule: str,
-        exchange: int,
+        exchange: int | None,
         message: str,
         *,
         pointer: str | None = None,
         event: int | None = None,
         event_type: str | None = None,
         kind: str | None = None,
+        byte_offset: int | None = None,
     ) -> None:
         config = self.config
         if not config.enabled(rule):
@@ -488,6 +503,7 @@ class _Thread:
                 event,
                 event_type,
                 pointer,
+                byte_offset=byte_offset,
                 exchange=exchange,
             )
         )
@@ -957,29 +973,16 @@ def check_recording(spec: str, config: CheckConfig | None = None) -> SourceRepor
         recording = read_har(spec)
     except DecodeError as broken:
         report = SourceReport(spec, kind="conversation", unreadable=str(broken))
-        if config.enabled("AGUI-R001"):
-            report.add(
-                Finding(
-                    "AGUI-R001",
-                    config.severity_of("AGUI-R001"),
-                    "decode",
-                    "AGUI-R001",
-                    broken.message,
-                    byte_offset=broken.byte_offset,
-                )
-            )
+        where = broken.byte_offset
+        _Thread(report, config, []).add(
+            "AGUI-R001", None, broken.message, kind="decode", byte_offset=where
+        )
         return report
     report = check_exchanges(recording.exchanges, spec, config)
-    if recording.cut is not None and config.enabled("AGUI-R001"):
-        report.add(
-            Finding(
-                "AGUI-R001",
-                config.severity_of("AGUI-R001"),
-                "decode",
-                "AGUI-R001",
-                recording.cut.message,
-                byte_offset=recording.cut.byte_offset,
-                exchange=len(recording.exchanges) + 1,
-            )
+    cut = recording.cut
+    if cut is not None:
+        after = len(recording.exchanges) + 1
+        _Thread(report, config, report.runs).add(
+            "AGUI-R001", after, cut.message, kind="decode", byte_offset=cut.byte_offset
         )
     return report
