@@ -402,6 +402,24 @@ def test_an_encrypted_value_moved_to_another_message_is_not_returned() -> None:
     ] == [(f.rule, f.pointer) for f in _findings([first, moved]) if f.rule.startswith("AGUI-R")]
 
 
+def test_a_tool_calls_encrypted_value_comes_back_on_that_tool_call() -> None:
+    """AGUI-R006 on a tool call: the pointer names the call inside its message."""
+    sealed = {**SEALED, "subtype": "tool-call", "entityId": "c1"}
+    first = _ex(_request("r1", USER), _started("r1"), *_said(), *CALLED, sealed, _finished("r1"))
+    tool = {"id": "t9", "role": "tool", "toolCallId": "c1", "content": "yes"}
+    kept = [{**CALL["toolCalls"][0], "encryptedValue": "c2ln", "encryptedValueType": "acme.sig"}]
+    returned = _ex(
+        _request("r2", USER, {**CALL, "toolCalls": kept}, tool), _started("r2"), _finished("r2")
+    )
+    dropped = _ex(_request("r2", USER, CALL, tool), _started("r2"), _finished("r2"))
+
+    assert [] == [f.rule for f in _findings([first, returned])]
+    assert [
+        "/messages/1/toolCalls/0/encryptedValue",
+        "/messages/1/toolCalls/0/encryptedValueType",
+    ] == [f.pointer for f in _findings([first, dropped]) if f.rule == "AGUI-R006"]
+
+
 def test_token_usage_is_judged_per_exchange_by_the_stream_rule() -> None:
     """lifecycle "Token usage": the per-stream AGUI-K009 holds inside a conversation too."""
     usage = [{"inputTokens": 10, "cachedInputTokens": 900, "outputTokens": 5}]
@@ -767,3 +785,114 @@ def test_the_conforming_cases_do_not_share_state() -> None:
         _findings(conforming)
 
     assert before == CASES
+
+
+# --- hostile input -----------------------------------------------------------------------------
+
+_ODD_VALUES: list[Any] = [None, 7, "x", [], {}, [[]], {"id": []}, [{"id": {}}]]
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*path, index))
+    return found
+
+
+def _replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    copied = copy.deepcopy(value)
+    holder = copied
+    for step in path[:-1]:
+        holder = holder[step]
+    holder[path[-1]] = new
+    return copied
+
+
+@pytest.mark.parametrize("rule", sorted(CASES), ids=sorted(CASES))
+def test_a_request_of_any_shape_is_a_finding_never_an_exception(rule: str) -> None:
+    """Every member of every request of a rule's two conversations replaced by values of
+    other types (unhashable ids included): the judge reports, it never raises."""
+    judged = 0
+    for conversation in CASES[rule]:
+        for index, exchange in enumerate(conversation):
+            for path in _paths(exchange["request"]):
+                for value in _ODD_VALUES:
+                    mutated = list(conversation)
+                    request = _replaced(exchange["request"], path, value)
+                    mutated[index] = {**exchange, "request": request}
+                    check_exchanges(exchanges_of_example(mutated), "hostile.har")
+                    judged += 1
+
+    assert judged > len(_ODD_VALUES)
+
+
+def test_a_har_of_any_shape_is_read_or_refused_with_its_rule() -> None:
+    """Every member of a recording replaced by values of other types: an exchange fewer,
+    or AGUI-R001, never another exception."""
+    document = json.loads(BROWSER_HAR.read_text())
+    outcomes = set()
+    for path in _paths(document):
+        if len(path) > 5:  # the request and response members, not every header's letter
+            continue
+        for value in (None, 7, "x", [], {}):
+            data = json.dumps(_replaced(document, path, value)).encode()
+            try:
+                recording = read_har("odd.har", data=data)
+            except DecodeError as refused:
+                assert "AGUI-R001" == refused.rule
+                outcomes.add("refused")
+                continue
+            check_exchanges(recording.exchanges, "odd.har")
+            outcomes.add(len(recording.exchanges))
+
+    assert {"refused", 0, 1, 2} <= outcomes
+
+
+# --- the test kit ------------------------------------------------------------------------------
+
+
+def _asking_agent() -> Any:
+    from aguikit.testing import ScriptedAgent
+
+    return ScriptedAgent(
+        [
+            _started("r1"),
+            {**_finished("r1"), "outcome": ASKED},
+        ]
+    )
+
+
+def test_the_test_kits_conversation_fails_a_turn_that_breaks_a_thread_rule() -> None:
+    """AgentTestClient.conversation(): continuing past an interrupt fails with AGUI-R003;
+    answering it passes; the refused turn is an exchange too."""
+    from aguikit.testing import AgentTestClient
+
+    conversation = AgentTestClient(_asking_agent()).conversation(thread_id="t1")
+    conversation.run("book it")
+
+    with pytest.raises(AssertionError, match=r"exchange 2 request: AGUI-R003 at /resume"):
+        conversation.run("well?")
+    conversation.run(resume=[{"interruptId": "i1", "status": "cancelled"}])
+
+    assert 3 == len(conversation.exchanges)
+    assert 2 == len(conversation.results)
+
+
+def test_an_unverified_conversation_keeps_the_thread_problems_in_the_result() -> None:
+    """With verify=False the turn returns, its problems naming the thread rule."""
+    from aguikit.testing import AgentTestClient
+
+    conversation = AgentTestClient(_asking_agent(), verify=False).conversation(thread_id="t1")
+    conversation.run("book it")
+    second = conversation.run(resume=[{"interruptId": "nope", "status": "cancelled"}])
+
+    assert [
+        "AGUI-R004",
+        "AGUI-R003",
+    ] == [line.split(": ", 1)[1].split()[0] for line in second.problems]

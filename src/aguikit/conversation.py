@@ -305,7 +305,7 @@ def _times(custom: Any) -> tuple[tuple[EventTime, ...], bool]:
     if not isinstance(custom, dict):
         return (), True
     times = []
-    for item in custom.get("events") or ():
+    for item in _objects(custom.get("events")):
         if isinstance(item, dict) and isinstance(item.get("end"), int):
             up, down = item.get("upstreamMs"), item.get("downstreamMs")
             times.append(
@@ -634,7 +634,7 @@ class _Thread:
         interrupts = run.interrupts if run.status == "interrupted" else ()
         self.resume(number, run.run_id, interrupts, body, after.started)
         self.pending(number, before, body, interrupts)
-        sent = [m for m in body.get("messages") or () if isinstance(m, dict)]
+        sent = _objects(body.get("messages"))
         expected = [m for m in before.messages() if m.get("role") != "activity"]
         for detail, pointer in _disagreements(expected, sent, "request"):
             self.add(
@@ -661,12 +661,13 @@ class _Thread:
         started: datetime.datetime | None,
     ) -> None:
         """``AGUI-R003``-``R005``: the resume list against the interrupts left open."""
-        entries = [e for e in body.get("resume") or () if isinstance(e, dict)]
+        entries = _objects(body.get("resume"))
         open_ids = {i.id: i for i in interrupts}
         covered: set[str] = set()
         now = started or datetime.datetime.now(datetime.UTC)
         for index, entry in enumerate(entries):
             target = entry.get("interruptId")
+            target = target if isinstance(target, str) else None
             pointer = f"/resume/{index}/interruptId"
             if target not in open_ids:
                 why = (
@@ -716,12 +717,13 @@ class _Thread:
         outcome = finished[-1].get("outcome") if finished else None
         if not isinstance(outcome, dict) or outcome.get("type") != "success":
             return
-        listed = [c for c in outcome.get("pendingToolCallIds") or () if isinstance(c, str)]
+        pending = outcome.get("pendingToolCallIds")
+        listed = [c for c in pending if isinstance(c, str)] if isinstance(pending, list) else []
         gated = {i.tool_call_id for i in interrupts}
         answered = {
             m.get("toolCallId")
-            for m in body.get("messages") or ()
-            if isinstance(m, dict) and m.get("role") == "tool"
+            for m in _objects(body.get("messages"))
+            if m.get("role") == "tool" and isinstance(m.get("toolCallId"), str)
         }
         missing = [c for c in listed if c not in answered and c not in gated]
         if missing:
@@ -737,21 +739,21 @@ class _Thread:
         self, number: int, expected: list[dict[str, Any]], sent: list[dict[str, Any]]
     ) -> None:
         """``AGUI-R006``: every encrypted artefact back, unmodified, on its entity."""
-        where = {m.get("id"): (i, m) for i, m in enumerate(sent)}
+        where = {_ident(m): (i, m) for i, m in enumerate(sent) if _ident(m) is not None}
         for message in expected:
-            found = where.get(message.get("id"))
+            found = where.get(_ident(message))
             if found is None:
                 continue  # dropped altogether: AGUI-R009 says so
             index, back = found
             pairs = [(f"message '{message.get('id')}'", message, back, f"/messages/{index}")]
             calls = {
-                c.get("id"): (n, c)
-                for n, c in enumerate(back.get("toolCalls") or ())
+                _ident(c): (n, c)
+                for n, c in enumerate(_objects(back.get("toolCalls")))
                 if isinstance(c, dict)
             }
-            for call in message.get("toolCalls") or ():
-                if isinstance(call, dict) and call.get("id") in calls:
-                    n, returned = calls[call.get("id")]
+            for call in _objects(message.get("toolCalls")):
+                if _ident(call) is not None and _ident(call) in calls:
+                    n, returned = calls[_ident(call)]
                     pairs.append(
                         (
                             f"tool call '{call.get('id')}'",
@@ -821,6 +823,23 @@ class _Thread:
                     )
 
 
+def _objects(value: Any) -> list[dict[str, Any]]:
+    """
+    The objects of a JSON array, each at its index (anything else in it as ``{}``, so a
+    pointer still names the right element), nothing for anything but an array: a request
+    member a thread rule reads may be any JSON at all when the request is invalid.
+    """
+    if not isinstance(value, list):
+        return []
+    return [item if isinstance(item, dict) else {} for item in value]
+
+
+def _ident(item: Mapping[str, Any]) -> str | None:
+    """An entity's ``id`` when it is a string (an invalid one is AGUI-R002's business)."""
+    value = item.get("id")
+    return value if isinstance(value, str) else None
+
+
 def _refusal(item: _Judged) -> str | None:
     """How an exchange was refused before its run started, if it was."""
     status = item.exchange.status
@@ -865,16 +884,19 @@ def _disagreements(
     A snapshot may leave messages out (it replaces); a request may not.
     """
     prefix = "/messages"
-    ids = [m.get("id") for m in given]
-    seen: set[Any] = set()
-    for index, message_id in enumerate(ids):
+    seen: set[str] = set()
+    for index, message in enumerate(given):
+        message_id = _ident(message)
         if message_id in seen:
             yield f"message '{message_id}' appears twice", f"{prefix}/{index}"
-        seen.add(message_id)
-    held_ids = {m.get("id") for m in held}
-    positions = {m.get("id"): i for i, m in enumerate(given)}
+        if message_id is not None:
+            seen.add(message_id)
+    held_ids = {_ident(m) for m in held}
+    positions: dict[str | None, int] = {}
+    for index, message in enumerate(given):
+        positions.setdefault(_ident(message), index)
     for message in held:
-        message_id = message.get("id")
+        message_id = _ident(message)
         if message_id in positions:
             index = positions[message_id]
             other = given[index]
@@ -894,7 +916,8 @@ def _disagreements(
             (
                 i
                 for i, m in enumerate(given)
-                if m.get("id") not in held_ids
+                if _ident(m) is not None
+                and _ident(m) not in held_ids
                 and m.get("role") == message.get("role")
                 and _content(m) == _content(message)
             ),
@@ -907,7 +930,7 @@ def _disagreements(
             )
         elif what == "request":
             yield f"message '{message_id}' the client was sent is missing", prefix
-    common = [m.get("id") for m in held if m.get("id") in positions]
+    common = [_ident(m) for m in held if _ident(m) in positions]
     order = sorted(common, key=lambda i: positions[i])
     if common != order:
         first = next(a for a, b in zip(common, order, strict=True) if a != b)
