@@ -351,6 +351,18 @@ def test_every_thread_rule_has_a_case() -> None:
     assert rows == set(CASES)
 
 
+def test_a_newer_consumers_additions_are_not_invalid_input() -> None:
+    """AGUI-R002 judges an undeclared member of a 1.1 request, not of a newer one's."""
+
+    def judged(version: str) -> list[str]:
+        request = _request("r1", USER, protocolVersion=version, newThing={"a": 1})
+        exchange = _ex(request, _started("r1"), _finished("r1"))
+        return [f.rule for f in _findings([exchange])]
+
+    assert ["AGUI-R002"] == judged("1.1")
+    assert [] == judged("1.2")
+
+
 def test_the_findings_locate_the_exchange_the_request_member_and_the_event() -> None:
     """A request's finding points into its body; a response's names its event and frame."""
     violating, _ = CASES["AGUI-R004"]

@@ -52,6 +52,7 @@ from typing import Any, Final
 import attrs
 
 from ._generated.models import Interrupt
+from ._generated.registry import PROTOCOL_VERSION
 from .agent import interrupt_expired
 from .catalogue import Severity, render_message
 from .checker import (
@@ -94,6 +95,7 @@ FRAMINGS: Final[Mapping[str, str]] = {
 """The response framing each content type names (the transports' own media types)."""
 
 _INPUT_KEYS: Final = ("threadId", "runId", "messages")
+_OWN_VERSION: Final = version_key(PROTOCOL_VERSION)
 
 
 # --- the exchanges -------------------------------------------------------------------------
@@ -511,7 +513,13 @@ class _Thread:
     # -- one exchange ---------------------------------------------------------------------
 
     def request(self, exchange: Exchange) -> bool:
-        """``AGUI-R002`` and the consumer's side of ``AGUI-R010``; whether it is valid."""
+        """
+        ``AGUI-R002`` and the consumer's side of ``AGUI-R010``; whether it is valid.
+
+        Strict (the schema is exact: an undeclared member is the consumer's to strip
+        before sending), except for a request declaring a newer version than aguikit
+        speaks, whose additions are legal in its version.
+        """
         number, body = exchange.number, exchange.request
         if not isinstance(body, dict):
             detail = (
@@ -524,7 +532,12 @@ class _Thread:
             self.add("AGUI-R002", number, render_message("AGUI-R002", detail=detail), pointer="")
             return False
         valid = True
-        for issue in iter_schema_errors(body, "RunAgentInput"):
+        # A newer consumer's request may carry members this schema does not know yet:
+        # legal in its version, so only what this schema declares is judged there.
+        declared = body.get("protocolVersion")
+        key = version_key(declared) if isinstance(declared, str) else None
+        strict = key is None or _OWN_VERSION is None or key <= _OWN_VERSION
+        for issue in iter_schema_errors(body, "RunAgentInput", strict=strict):
             valid = False
             self.add(
                 "AGUI-R002",
