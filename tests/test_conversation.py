@@ -43,6 +43,8 @@ from aguikit.errors import DecodeError
 from aguikit.proto import encode_message
 from aguikit.transport.proto import encode_frame
 
+pytest_plugins = ("pytester",)
+
 HERE = Path(__file__).resolve().parent
 BROWSER_HAR = HERE / "conversations" / "browser.har"
 REPORT_SCHEMA = json.loads((HERE.parent / "docs" / "check-report.schema.json").read_text())
@@ -908,3 +910,31 @@ def test_an_unverified_conversation_keeps_the_thread_problems_in_the_result() ->
         "AGUI-R004",
         "AGUI-R003",
     ] == [line.split(": ", 1)[1].split()[0] for line in second.problems]
+
+
+def test_a_pytest_plugin_user_gets_the_thread_rules(pytester: pytest.Pytester) -> None:
+    """The ``agui_client`` fixture's conversations judge each turn by the thread rules."""
+    from tests.test_pytest_plugin import PLUGIN_ARGS
+
+    pytester.makepyfile(
+        test_thread="""
+from aguikit.testing import ScriptedAgent
+
+ASKS = ScriptedAgent([
+    {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1", "protocolVersion": "1.1"},
+    {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1",
+     "outcome": {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval"}]}},
+])
+
+
+def test_forgets_the_interrupt(agui_client):
+    conversation = agui_client(ASKS).conversation(thread_id="t1")
+    conversation.run("book it")
+    conversation.run("well?")
+"""
+    )
+
+    result = pytester.runpytest(*PLUGIN_ARGS)
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*exchange 2 request: AGUI-R003 at /resume*"])
