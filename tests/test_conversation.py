@@ -41,6 +41,7 @@ from aguikit.conversation import (
 )
 from aguikit.errors import DecodeError
 from aguikit.proto import encode_message
+from aguikit.testing import AgentTestClient, ScriptedAgent
 from aguikit.transport.proto import encode_frame
 
 pytest_plugins = ("pytester",)
@@ -872,8 +873,6 @@ def test_a_har_of_any_shape_is_read_or_refused_with_its_rule() -> None:
 
 
 def _asking_agent() -> Any:
-    from aguikit.testing import ScriptedAgent
-
     return ScriptedAgent(
         [
             _started("r1"),
@@ -885,8 +884,6 @@ def _asking_agent() -> Any:
 def test_the_test_kits_conversation_fails_a_turn_that_breaks_a_thread_rule() -> None:
     """AgentTestClient.conversation(): continuing past an interrupt fails with AGUI-R003;
     answering it passes; the refused turn is an exchange too."""
-    from aguikit.testing import AgentTestClient
-
     conversation = AgentTestClient(_asking_agent()).conversation(thread_id="t1")
     conversation.run("book it")
 
@@ -900,8 +897,6 @@ def test_the_test_kits_conversation_fails_a_turn_that_breaks_a_thread_rule() -> 
 
 def test_an_unverified_conversation_keeps_the_thread_problems_in_the_result() -> None:
     """With verify=False the turn returns, its problems naming the thread rule."""
-    from aguikit.testing import AgentTestClient
-
     conversation = AgentTestClient(_asking_agent(), verify=False).conversation(thread_id="t1")
     conversation.run("book it")
     second = conversation.run(resume=[{"interruptId": "nope", "status": "cancelled"}])
@@ -938,3 +933,25 @@ def test_forgets_the_interrupt(agui_client):
 
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*exchange 2 request: AGUI-R003 at /resume*"])
+
+
+def test_a_real_servers_frontend_tool_call_must_be_answered_in_the_next_turn() -> None:
+    """examples/weather_todo_server.py calls the frontend's confirm_todo and names no
+    pendingToolCallIds: the call is pending all the same (AGUI-R007 derives it), and the
+    turn that answers it passes."""
+    from tests.test_agent import WEATHER
+
+    app = WEATHER.app
+    confirm = {"name": "confirm_todo", "description": "Ask the user", "parameters": {}}
+    forgetful = AgentTestClient(app, path="/agent").conversation()
+    forgetful.run("What's the weather in Oslo?", tools=[confirm])
+    with pytest.raises(AssertionError, match=r"exchange 2 request: AGUI-R007 at /messages"):
+        forgetful.run("and?", tools=[confirm])
+
+    careful = AgentTestClient(app, path="/agent").conversation()
+    first = careful.run("What's the weather in Oslo?", tools=[confirm])
+    (call,) = [c for c in first.tool_calls if c.name == "confirm_todo"]
+    careful.add_tool_result(call.id, "confirmed")
+    second = careful.run(tools=[confirm])
+
+    assert "Thanks, noted: confirmed." in second.text()

@@ -1456,8 +1456,9 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "AGUI-R007",
         "pending-tool-call-unanswered",
-        "The tool calls a successful run left pending (its pendingToolCallIds) are answered "
-        "by tool messages in the thread's next request",
+        "The tool calls a successful run left pending (its pendingToolCallIds, or the calls "
+        "it made that no result answered) are answered by tool messages in the thread's next "
+        "request",
         'spec 1.1 events/tool-calls, Frontend tools: "A thread that continues MUST answer '
         'every one of them first"',
         "run '{entity_id}' left tool calls {missing} pending; this request carries no tool "

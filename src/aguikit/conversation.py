@@ -724,26 +724,48 @@ class _Thread:
     def pending(
         self, number: int, before: _Judged, body: Mapping[str, Any], interrupts: Sequence[Interrupt]
     ) -> None:
-        """``AGUI-R007``: the success outcome's pending calls, answered by tool messages."""
-        assert before.session is not None
-        finished = before.session.finished
+        """
+        ``AGUI-R007``: the tool calls a successful run left pending, answered by tool
+        messages.  Pending are the outcome's ``pendingToolCallIds`` and, the list being
+        optional ("a consumer that needs to know derives" them, the tool calls page), the
+        calls the run made that no result answered, as ``Agent`` derives them; a call an
+        interrupt asks about is answered by its resume entry instead.
+        """
+        session = before.session
+        assert session is not None
+        finished = session.finished
         outcome = finished[-1].get("outcome") if finished else None
-        if not isinstance(outcome, dict) or outcome.get("type") != "success":
+        if session.runs[-1].status != "finished" or (
+            isinstance(outcome, dict) and outcome.get("type") != "success"
+        ):
             return
-        pending = outcome.get("pendingToolCallIds")
-        listed = [c for c in pending if isinstance(c, str)] if isinstance(pending, list) else []
+        listed = outcome.get("pendingToolCallIds") if isinstance(outcome, dict) else None
+        pending = [c for c in listed if isinstance(c, str)] if isinstance(listed, list) else []
+        held = before.messages()
+        asked = before.exchange.request
+        earlier = {
+            _ident(call)
+            for message in _objects(asked.get("messages") if isinstance(asked, dict) else None)
+            for call in _objects(message.get("toolCalls"))
+        }
+        results = {m.get("toolCallId") for m in held if m.get("role") == "tool"}
+        for message in held:
+            for call in _objects(message.get("toolCalls")):
+                ident = _ident(call)
+                if ident not in earlier and ident not in results and ident not in pending:
+                    pending.append(str(ident))
         gated = {i.tool_call_id for i in interrupts}
         answered = {
             m.get("toolCallId")
             for m in _objects(body.get("messages"))
             if m.get("role") == "tool" and isinstance(m.get("toolCallId"), str)
         }
-        missing = [c for c in listed if c not in answered and c not in gated]
+        missing = [c for c in pending if c not in answered and c not in gated]
         if missing:
             self.add(
                 "AGUI-R007",
                 number,
-                render_message("AGUI-R007", entity_id=finished[-1].get("runId"), missing=missing),
+                render_message("AGUI-R007", entity_id=session.runs[-1].run_id, missing=missing),
                 pointer="/messages",
                 event_type="RunAgentInput",
             )
