@@ -348,8 +348,9 @@ def test_a_thread_rule_fires_on_its_sentence_and_nothing_fires_on_the_conforming
 
 
 def test_every_thread_rule_has_a_case() -> None:
-    """Each ``R`` row but the reader's own (``R001``, tested below) is exercised above."""
-    rows = {r for r in RULES_BY_ID if r.startswith("AGUI-R")} - {"AGUI-R001"}
+    """Each ``R`` row but the reader's own (``R001``, ``R014``: tested below) is exercised
+    above."""
+    rows = {r for r in RULES_BY_ID if r.startswith("AGUI-R")} - {"AGUI-R001", "AGUI-R014"}
 
     assert rows == set(CASES)
 
@@ -570,6 +571,20 @@ def _timed(frames: list[bytes]) -> tuple[bytes, list[Wire]]:
             {"end": len(body), "upstreamMs": 5.0 * index, "downstreamMs": 5.0 * index + 0.25}
         )
     return body, events
+
+
+def test_a_response_body_the_browser_did_not_keep_is_noted_not_judged() -> None:
+    """AGUI-R014: devtools may leave a streamed body out; that is not an empty stream, and
+    the next request answers the run before it."""
+    document = json.loads(BROWSER_HAR.read_text())
+    del document["log"]["entries"][3]["response"]["content"]["text"]
+    recording = read_har("x.har", data=json.dumps(document).encode())
+
+    report = check_exchanges(recording.exchanges, "x.har")
+
+    assert [False] == [e.captured for e in recording.exchanges][1:]
+    assert [("AGUI-R014", 2), ("AGUI-R003", 2)] == [(f.rule, f.exchange) for f in report.findings]
+    assert Severity.INFO is report.findings[0].severity
 
 
 def test_an_aguikit_recording_keeps_per_event_timing_and_protobuf_bodies(tmp_path: Path) -> None:

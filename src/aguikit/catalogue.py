@@ -1608,6 +1608,19 @@ RULES: Final[tuple[Rule, ...]] = (
         severity=Severity.WARNING,
         stage=Stage.CONVERSATION,
     ),
+    Rule(
+        "AGUI-R014",
+        "response-not-recorded",
+        "A conversation's response body is recorded: an entry without it (devtools may leave "
+        "out a streamed body it did not keep) is not judged, and the next request is held to "
+        "the run before it",
+        "HAR 1.2, content.text: optional; aguikit: nothing can be said of a body not kept",
+        "the response body was not recorded (the HAR entry's content has no text): its "
+        "events are not judged",
+        (_ex(_in("r1", _USER), status=200, response=None),),
+        severity=Severity.INFO,
+        stage=Stage.CONVERSATION,
+    ),
 )
 """Every rule, in catalogue order: the verifier's first, then the other stages'."""
 

@@ -145,6 +145,9 @@ class Exchange:
     timings: tuple[tuple[str, float], ...] = ()
     """The HAR entry's ``timings`` (``send``, ``wait``, ``receive``... in ms): a browser's
     export has no per-event time, only these."""
+    captured: bool = True
+    """Whether the response body was recorded at all: a browser's export may leave out a
+    streamed body it did not keep (``content`` without ``text``)."""
 
     @classmethod
     def of(
@@ -213,12 +216,15 @@ def threads(exchanges: Iterable[Exchange]) -> dict[str | None, list[Exchange]]:
 def exchanges_of_example(example: Sequence[Mapping[str, Any]]) -> list[Exchange]:
     """
     The exchanges of a catalogue row's example: ``{"request": ..., "response": [events],
-    "status": ...}`` each, the events written as SSE frames.
+    "status": ...}`` each, the events written as SSE frames (``"response": null``: a body
+    that was not recorded).
     """
     out = []
     for number, item in enumerate(example, 1):
-        body = b"".join(encode_bytes(event) for event in item.get("response", ()))
-        out.append(Exchange.of(number, item.get("request"), body, status=item.get("status", 200)))
+        events = item.get("response")
+        body = b"".join(encode_bytes(event) for event in events or ())
+        exchange = Exchange.of(number, item.get("request"), body, status=item.get("status", 200))
+        out.append(exchange if events is not None else attrs.evolve(exchange, captured=False))
     return out
 
 
@@ -413,6 +419,7 @@ def read_har(source: str | Path, *, data: bytes | None = None) -> Recording:
                 times=times,
                 complete=complete,
                 timings=_timings(entry.get("timings")),
+                captured=isinstance(content.get("text"), str),
             )
         )
     return Recording(name, tuple(exchanges), skipped, cut)
@@ -561,6 +568,9 @@ class _Thread:
         judged = _Judged(exchange, valid)
         if not 200 <= exchange.status < 300:
             return judged  # refused: nothing streamed (AGUI-R011 judges why, below)
+        if not exchange.captured:
+            self.add("AGUI-R014", exchange.number, render_message("AGUI-R014"), kind="info")
+            return judged  # nothing to judge, and no run the next request can be held to
         body = exchange.request if valid else {}
         prior = []
         for item in body.get("messages", ()):
