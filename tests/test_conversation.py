@@ -451,6 +451,21 @@ def test_token_usage_is_judged_per_exchange_by_the_stream_rule() -> None:
     )
 
 
+def test_after_a_failed_run_the_client_may_drop_what_it_streamed() -> None:
+    """A run that ended in RUN_ERROR: its partial message left out of the next request and
+    its state change undone are the client's decision, not AGUI-R009 or AGUI-R013."""
+    failed = _ex(
+        _request("r1", USER),
+        _started("r1"),
+        *_said(),
+        {"type": "STATE_SNAPSHOT", "snapshot": {"half": True}},
+        {"type": "RUN_ERROR", "message": "model overloaded"},
+    )
+    retried = _ex(_request("r2", USER), _started("r2"), _finished("r2"))
+
+    assert ["AGUI-K007"] == [f.rule for f in _findings([failed, retried])]
+
+
 def test_threads_are_judged_apart_when_their_exchanges_interleave() -> None:
     """Two tabs on two threads: each request answers the run before it on its own thread."""
     other = {"threadId": "t2"}

@@ -461,8 +461,6 @@ class _Judged:
     """One exchange after the checker's pass: what the thread rules read."""
 
     exchange: Exchange
-    request_ok: bool
-    report: SourceReport | None = None
     session: _Watching | None = None
 
     @property
@@ -565,11 +563,11 @@ class _Thread:
 
     def response(self, exchange: Exchange, valid: bool) -> _Judged:
         """The checker's pass over the response, its findings moved into this report."""
-        judged = _Judged(exchange, valid)
+        judged = _Judged(exchange)
         if not 200 <= exchange.status < 300:
             return judged  # refused: nothing streamed (AGUI-R011 judges why, below)
         if not exchange.captured:
-            self.add("AGUI-R014", exchange.number, render_message("AGUI-R014"), kind="info")
+            self.add("AGUI-R014", exchange.number, render_message("AGUI-R014"))
             return judged  # nothing to judge, and no run the next request can be held to
         body = exchange.request if valid else {}
         prior = []
@@ -627,7 +625,7 @@ class _Thread:
                     pointer="/protocolVersion",
                     event_type="RUN_STARTED",
                 )
-        judged.report, judged.session = report, session
+        judged.session = session
         self.snapshots(exchange.number, session)
         return judged
 
@@ -650,18 +648,29 @@ class _Thread:
     # -- across exchanges -----------------------------------------------------------------
 
     def follows(self, before: _Judged, after: Exchange) -> None:
-        """Everything ``after``'s request owes the run ``before`` answered with."""
+        """
+        Everything ``after``'s request owes the run ``before`` answered with.
+
+        After a run that failed (``RUN_ERROR``) only the resume list is judged: what a
+        client keeps of a failed run's messages and state is its own decision.
+        """
         session, body, number = before.session, after.request, after.number
         assert session is not None and isinstance(body, dict)
         run = session.runs[-1]
         interrupts = run.interrupts if run.status == "interrupted" else ()
         self.resume(number, run.run_id, interrupts, body, after.started)
+        if run.status == "error":
+            return
         self.pending(number, before, body, interrupts)
         sent = _objects(body.get("messages"))
         expected = [m for m in before.messages() if m.get("role") != "activity"]
         for detail, pointer in _disagreements(expected, sent, "request"):
             self.add(
-                "AGUI-R009", number, render_message("AGUI-R009", detail=detail), pointer=pointer
+                "AGUI-R009",
+                number,
+                render_message("AGUI-R009", detail=detail),
+                pointer=pointer,
+                event_type="RunAgentInput",
             )
         self.encrypted(number, expected, sent)
         state = body.get("state", {})
