@@ -713,6 +713,20 @@ def test_a_request_body_that_is_not_json_is_a_located_finding() -> None:
     assert "not JSON" in finding.message
 
 
+def test_every_post_an_aguikit_recording_holds_is_an_exchange() -> None:
+    """A request the proxy forwarded is a run whatever its body: not picked by shape."""
+    entry = _entry({"threadId": "t1", "runId": "r1"}, sse_bytes([_started("r1")]))
+    browser = {**entry}
+    del browser["_aguikit"]
+
+    recorded = read_har("r.har", data=json.dumps(_recording([entry])).encode())
+    exported = read_har("b.har", data=json.dumps(_recording([browser])).encode())
+
+    assert (1, 0) == (len(recorded.exchanges), recorded.skipped)
+    assert (0, 1) == (len(exported.exchanges), exported.skipped)
+    assert "AGUI-R002" in {f.rule for f in check_exchanges(recorded.exchanges, "r").findings}
+
+
 def test_the_framing_follows_the_content_type() -> None:
     """JSONL by its media type, and a 2xx that is no stream type is AGUI-T003."""
     events = [_started("r1"), _finished("r1")]

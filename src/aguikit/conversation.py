@@ -336,22 +336,27 @@ def _timings(value: Any) -> tuple[tuple[str, float], ...]:
     )
 
 
-def _agui_request(request: Mapping[str, Any]) -> tuple[bool, Any, str | None]:
-    """Whether a HAR request is an AG-UI run (by shape), its decoded body and its text."""
+def _agui_request(request: Mapping[str, Any], recorded: bool) -> tuple[bool, Any, str | None]:
+    """
+    Whether a HAR request is an AG-UI run, its decoded body and its text.  A browser's
+    entry is picked by shape; an entry aguikit recorded (``recorded``: it has ``_aguikit``)
+    is a run whatever its body, so a request the proxy forwarded that is not valid input
+    is still judged (``AGUI-R002``).
+    """
     if str(request.get("method", "")).upper() != "POST":
         return False, None, None
     post = request.get("postData")
     text = post.get("text") if isinstance(post, dict) else None
     if not isinstance(text, str):
-        return False, None, None
+        return recorded, None, None
     try:
         body = loads(text)
     except DecodeError:
         # Not JSON: an AG-UI run only if it was sent as JSON to look like one.
         media = str(post.get("mimeType", "")) if isinstance(post, dict) else ""
-        return "json" in media.lower() and "threadId" in text, None, text
+        return recorded or ("json" in media.lower() and "threadId" in text), None, text
     shaped = isinstance(body, dict) and all(key in body for key in _INPUT_KEYS)
-    return shaped, body, text
+    return recorded or shaped, body, text
 
 
 def read_har(source: str | Path, *, data: bytes | None = None) -> Recording:
@@ -391,7 +396,8 @@ def read_har(source: str | Path, *, data: bytes | None = None) -> Recording:
         if not isinstance(request, dict) or not isinstance(response, dict):
             skipped += 1
             continue
-        shaped, body, text_sent = _agui_request(request)
+        custom = entry.get("_aguikit")
+        shaped, body, text_sent = _agui_request(request, isinstance(custom, dict))
         if not shaped:
             skipped += 1
             continue
@@ -402,7 +408,7 @@ def read_har(source: str | Path, *, data: bytes | None = None) -> Recording:
         if not isinstance(media, str) or not media:
             media = _header(response_headers, "content-type")
         status = response.get("status")
-        times, complete = _times(entry.get("_aguikit"))
+        times, complete = _times(custom)
         exchanges.append(
             Exchange(
                 len(exchanges) + 1,
