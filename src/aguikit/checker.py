@@ -24,6 +24,7 @@ from __future__ import annotations
 import glob
 import itertools
 import os
+import re
 import sys
 import time
 import uuid
@@ -69,6 +70,7 @@ __all__ = [
     "check_events",
     "check_source",
     "expand_sources",
+    "is_recording",
     "load_config",
     "open_events",
 ]
@@ -248,6 +250,10 @@ class Finding:
     consequence_of: int | None = None
     count: int = 1
     last_event: int | None = None
+    exchange: int | None = None
+    """The 1-based exchange of a conversation (a HAR file, a recording) the finding is in;
+    ``None`` for a plain stream.  ``event``, ``line``, ``frame`` and ``byte_offset`` then
+    count within that exchange's response body, and a request's finding has no event."""
 
     @property
     def symbol(self) -> str:
@@ -331,7 +337,8 @@ class SourceReport:
     def add(self, finding: Finding) -> Finding:
         """Record ``finding``, folded into an identical earlier one (same rule, code,
         pointer and message) so a vendor field on every event is one line, not 2,000."""
-        key = (finding.rule, finding.code, finding.pointer, finding.message)
+        # A conversation's exchanges stay apart: each is a request someone sent.
+        key = (finding.rule, finding.code, finding.pointer, finding.message, finding.exchange)
         earlier = self._groups.get(key)
         if earlier is not None:
             earlier.count += 1
@@ -379,6 +386,27 @@ def load_config(start: Path | None = None) -> dict[str, Any]:
 
 # --- sources ------------------------------------------------------------------------------
 
+_RECORDING_HEAD: Final = re.compile(rb'^\s*\{\s*"log"\s*:')
+
+
+def is_recording(spec: str, head: bytes | None = None) -> bool:
+    """
+    Whether ``spec`` names a HAR file, a conversation for :mod:`aguikit.conversation`: by
+    its ``.har`` suffix, or a JSON object whose first member is ``log`` (``head``: its
+    first bytes, read here when not given).
+    """
+    if spec.lower().endswith(".har"):
+        return True
+    if spec == "-" or spec.startswith(("http://", "https://")):
+        return False
+    if head is None:
+        try:
+            with Path(spec).open("rb") as fp:
+                head = fp.read(256)
+        except OSError:
+            return False
+    return bool(_RECORDING_HEAD.match(head.removeprefix(b"\xef\xbb\xbf")))
+
 
 def expand_sources(specs: Iterable[str]) -> list[str]:
     """
@@ -397,11 +425,12 @@ def expand_sources(specs: Iterable[str]) -> list[str]:
                 str(path)
                 for path in Path(spec).rglob("*")
                 if path.is_file()
-                and path.suffix.lower() in STREAM_SUFFIXES
+                # .har: a conversation (aguikit proxy --record writes a directory of them)
+                and (path.suffix.lower() in STREAM_SUFFIXES or path.suffix.lower() == ".har")
                 and path.suffix.lower() != ".txt"
             )
             if not found:
-                raise Unreadable(f"{spec}: no .sse, .jsonl, .ndjson or .json file in it")
+                raise Unreadable(f"{spec}: no .sse, .jsonl, .ndjson, .json or .har file in it")
         elif glob.has_magic(spec):
             found = sorted(p for p in glob.glob(spec, recursive=True) if os.path.isfile(p))
             if not found:
@@ -478,7 +507,14 @@ class _Reader:
         except OSError as exc:
             raise Unreadable(f"cannot open {spec}: {exc.strerror or exc}") from None
 
-    def _bytes(self, chunks: Iterator[bytes]) -> Iterator[tuple[dict[str, Any], Where]]:
+    def _bytes(
+        self, chunks: Iterator[bytes], kind: str | None = None
+    ) -> Iterator[tuple[dict[str, Any], Where]]:
+        if kind is not None:  # the caller knows (a response's content type): no sniffing
+            self.report.kind = kind
+            reader = {"proto": self._proto, "jsonl": self._jsonl, "sse": self._sse}[kind]
+            yield from reader(chunks)
+            return
         first = b""
         for block in chunks:
             first += block
@@ -1243,7 +1279,12 @@ def check_source(
 
 
 def check_bytes(
-    data: bytes, name: str, config: CheckConfig | None = None, *, session: Session | None = None
+    data: bytes,
+    name: str,
+    config: CheckConfig | None = None,
+    *,
+    session: Session | None = None,
+    kind: str | None = None,
 ) -> SourceReport:
     """
     :func:`check_source` for bytes in memory (the demo, a test), named ``name``.
@@ -1251,13 +1292,17 @@ def check_bytes(
     ``session`` is the session to feed instead of a fresh one, for a caller that wants the
     conversation it folds as well as the findings (:mod:`aguikit.testing`): it must be
     made with ``verify=True, validate=True, collect_issues=True, recover=True``, and may
-    start from earlier messages and state, or keep what it delivered.
+    start from earlier messages and state, or keep what it delivered.  ``kind``
+    (``sse``, ``jsonl`` or ``proto``) names the framing when the caller knows it (an HTTP
+    response's content type) instead of sniffing it from the bytes.
+
+    .. versionchanged:: 0.5.0  ``kind``.
     """
     config = config or CheckConfig()
     report = SourceReport(name)
     checker = _Checker(report, config, session)
     reader = _Reader(name, config, report, checker.add)
-    checker.run(reader._bytes(iter([data])), lambda n: None)
+    checker.run(reader._bytes(iter([data]), kind), lambda n: None)
     return report
 
 
