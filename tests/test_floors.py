@@ -72,6 +72,9 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.reference": 18,
     "aguikit.checker": 18,
     "aguikit.report": 18,
+    "aguikit.proxy": 19,
+    "aguikit.replay": 19,
+    "aguikit.doctor": 19,
     "aguikit.cli": 19,
     "aguikit.__main__": 20,
     # testing helpers judge through the check pass; the pytest plugin sits on them

@@ -64,6 +64,7 @@ __all__ = [
     "Finding",
     "RunSummary",
     "SourceReport",
+    "StreamCheck",
     "Unreadable",
     "check_bytes",
     "check_events",
@@ -842,45 +843,61 @@ class _Checker:
                         tick(number)
                     event(number, data)
             except DecodeError as exc:
-                self.where = (exc.line, exc.frame, exc.byte_offset)
-                self.add(exc.rule or "AGUI-D002", "decode", exc.message, event=number + 1)
+                self.undecodable(exc, number)
                 return
             except TransportError as broken:
                 if not number:
                     raise  # nothing arrived: the source could not be read (exit 2)
-                # The connection broke mid-stream: what did arrive is judged, and the run it
-                # left open is reported as the consequence it is.
-                self.where = _NOWHERE
-                self.add(broken.rule, "transport", str(broken), event=number + 1)
-                self.broken_at = self.broken_at or number + 1
-            self.where = _NOWHERE
-            if report.unreadable is not None or (
-                not number and any(f.rule == "AGUI-K004" for f in report.findings)
-            ):
-                return  # not a stream at all: nothing to say about how it ended
-            try:
-                self.session.finish()
-            except ProtocolError as ended:
-                self.add(ended.rule or "AGUI-V006", "protocol", ended.message, consequence=True)
-            self.warnings(None, None)
-            self.finish()
+                self.cut(broken, number)
+            self.end(number)
         except _Stop:
             pass
         finally:
-            report.runs = [
-                RunSummary(
-                    n,
-                    run.run_id,
-                    run.thread_id,
-                    run.status,
-                    None if run.started_at is None else run.started_at + 1,
-                    None if run.ended_at is None else run.ended_at + 1,
-                    run.message,
-                    run.code,
-                    tuple(i.id for i in run.interrupts),
-                )
-                for n, run in enumerate(self.session.runs, 1)
-            ]
+            self.summarise()
+
+    def undecodable(self, exc: DecodeError, number: int) -> None:
+        """The source stopped decoding after ``number`` events: the finding, located."""
+        self.where = (exc.line, exc.frame, exc.byte_offset)
+        self.add(exc.rule or "AGUI-D002", "decode", exc.message, event=number + 1)
+
+    def cut(self, broken: TransportError, number: int) -> None:
+        """The connection broke after ``number`` events: what did arrive is judged, and
+        the run it left open is reported as the consequence it is."""
+        self.where = _NOWHERE
+        self.add(broken.rule, "transport", str(broken), event=number + 1)
+        self.broken_at = self.broken_at or number + 1
+
+    def end(self, number: int) -> None:
+        """The source ended after ``number`` events: what only its end can say."""
+        report = self.report
+        self.where = _NOWHERE
+        if report.unreadable is not None or (
+            not number and any(f.rule == "AGUI-K004" for f in report.findings)
+        ):
+            return  # not a stream at all: nothing to say about how it ended
+        try:
+            self.session.finish()
+        except ProtocolError as ended:
+            self.add(ended.rule or "AGUI-V006", "protocol", ended.message, consequence=True)
+        self.warnings(None, None)
+        self.finish()
+
+    def summarise(self) -> None:
+        """The report's runs, from the session's."""
+        self.report.runs = [
+            RunSummary(
+                n,
+                run.run_id,
+                run.thread_id,
+                run.status,
+                None if run.started_at is None else run.started_at + 1,
+                None if run.ended_at is None else run.ended_at + 1,
+                run.message,
+                run.code,
+                tuple(i.id for i in run.interrupts),
+            )
+            for n, run in enumerate(self.session.runs, 1)
+        ]
 
     def event(self, number: int, data: dict[str, Any]) -> None:
         session = self.session
@@ -1202,6 +1219,63 @@ class _Checker:
                     event_type="RUN_ERROR",
                     where=self.run_errors.get(event or 0, _NOWHERE),
                 )
+
+
+class StreamCheck:
+    """
+    :func:`check_source` for a stream that arrives a piece at a time and must not wait:
+    each event is handed over as it is decoded and the findings it caused come back at
+    once (``aguikit proxy`` prints them while it forwards).
+
+    The same recovering session and the same rows judge it, so a recorded stream checked
+    later finds what the live check found.  After ``max_errors`` errors it stops judging
+    (:attr:`stopped`) and ignores the rest.
+
+    .. versionadded:: 0.4.0
+    """
+
+    def __init__(self, name: str, config: CheckConfig | None = None, *, kind: str = "http") -> None:
+        self.report = SourceReport(name, kind=kind)
+        self._checker = _Checker(self.report, config or CheckConfig())
+        self._number = 0
+        self.stopped = False
+
+    def _new(self, before: int) -> list[Finding]:
+        return self.report.findings[before:]
+
+    def feed(self, data: dict[str, Any], where: Where = _NOWHERE) -> list[Finding]:
+        """Judge the next event (a wire dict) found at ``where``; the new findings."""
+        before = len(self.report.findings)
+        if self.stopped:
+            return []
+        self._number += 1
+        self.report.events = self._number
+        self._checker.where = where
+        try:
+            self._checker.event(self._number, data)
+        except _Stop:
+            self.stopped = True
+        return self._new(before)
+
+    def close(self, failure: DecodeError | TransportError | None = None) -> list[Finding]:
+        """
+        The stream ended, normally or with ``failure`` (its bytes stopped decoding, or the
+        connection broke): what the end says, and the runs summarised.
+        """
+        before = len(self.report.findings)
+        checker = self._checker
+        if not self.stopped:
+            try:
+                if isinstance(failure, DecodeError):
+                    checker.undecodable(failure, self._number)
+                else:
+                    if failure is not None:
+                        checker.cut(failure, self._number)
+                    checker.end(self._number)
+            except _Stop:
+                self.stopped = True
+        checker.summarise()
+        return self._new(before)
 
 
 def check_source(
