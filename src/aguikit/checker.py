@@ -71,6 +71,7 @@ __all__ = [
     "check_source",
     "expand_sources",
     "load_config",
+    "request_body",
     "open_events",
 ]
 
@@ -604,25 +605,12 @@ class _Reader:
 
     def _http(self) -> Iterator[tuple[dict[str, Any], Where]]:
         # The HTTP path is loaded only for a URL: reading a file should not pay for httpx.
-        import json
-
         import httpx
 
-        from .client import prepare_input
         from .transport.http import post_stream
 
         config = self.config
-        path = config.input_path
-        try:
-            raw = json.loads(Path(path).read_text("utf-8")) if path else _minimal_input()
-        except (OSError, ValueError) as exc:
-            raise Unreadable(f"cannot read --input {path}: {exc}") from None
-        if not isinstance(raw, dict):
-            raise Unreadable(f"--input {path} must hold a JSON object (a RunAgentInput)")
-        try:
-            body = prepare_input(raw)
-        except AguiError as invalid:
-            raise Unreadable(f"--input is not a valid RunAgentInput: {invalid}") from None
+        body = request_body(config)
         timeout = httpx.Timeout(config.timeout, connect=min(config.timeout, 10.0))
         decoder = SSEDecoder(source=self.spec, max_frame_bytes=config.max_frame_bytes)
         arrived: list[Where] = []  # where each event of the latest read was
@@ -722,6 +710,33 @@ def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
     if first:
         yield first
     yield from rest
+
+
+def request_body(config: CheckConfig) -> dict[str, Any]:
+    """
+    The run request a live check sends: ``--input`` (``config.input_path``) prepared as the
+    client prepares any input, or a minimal one with fresh ids.
+
+    Raises:
+        Unreadable: ``--input`` cannot be read or is not a valid ``RunAgentInput``.
+
+    .. versionadded:: 0.4.0
+    """
+    import json
+
+    from .client import prepare_input
+
+    path = config.input_path
+    try:
+        raw = json.loads(Path(path).read_text("utf-8")) if path else _minimal_input()
+    except (OSError, ValueError) as exc:
+        raise Unreadable(f"cannot read --input {path}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise Unreadable(f"--input {path} must hold a JSON object (a RunAgentInput)")
+    try:
+        return prepare_input(raw)
+    except AguiError as invalid:
+        raise Unreadable(f"--input is not a valid RunAgentInput: {invalid}") from None
 
 
 def _minimal_input() -> dict[str, Any]:
