@@ -250,6 +250,10 @@ class Finding:
     consequence_of: int | None = None
     count: int = 1
     last_event: int | None = None
+    exchange: int | None = None
+    """The 1-based exchange of a conversation (a HAR file, a recording) the finding is in;
+    ``None`` for a plain stream.  ``event``, ``line``, ``frame`` and ``byte_offset`` then
+    count within that exchange's response body, and a request's finding has no event."""
 
     @property
     def symbol(self) -> str:
@@ -480,7 +484,14 @@ class _Reader:
         except OSError as exc:
             raise Unreadable(f"cannot open {spec}: {exc.strerror or exc}") from None
 
-    def _bytes(self, chunks: Iterator[bytes]) -> Iterator[tuple[dict[str, Any], Where]]:
+    def _bytes(
+        self, chunks: Iterator[bytes], kind: str | None = None
+    ) -> Iterator[tuple[dict[str, Any], Where]]:
+        if kind is not None:  # the caller knows (a response's content type): no sniffing
+            self.report.kind = kind
+            reader = {"proto": self._proto, "jsonl": self._jsonl, "sse": self._sse}[kind]
+            yield from reader(chunks)
+            return
         first = b""
         for block in chunks:
             first += block
@@ -1332,7 +1343,12 @@ def check_source(
 
 
 def check_bytes(
-    data: bytes, name: str, config: CheckConfig | None = None, *, session: Session | None = None
+    data: bytes,
+    name: str,
+    config: CheckConfig | None = None,
+    *,
+    session: Session | None = None,
+    kind: str | None = None,
 ) -> SourceReport:
     """
     :func:`check_source` for bytes in memory (the demo, a test), named ``name``.
@@ -1340,13 +1356,17 @@ def check_bytes(
     ``session`` is the session to feed instead of a fresh one, for a caller that wants the
     conversation it folds as well as the findings (:mod:`aguikit.testing`): it must be
     made with ``verify=True, validate=True, collect_issues=True, recover=True``, and may
-    start from earlier messages and state, or keep what it delivered.
+    start from earlier messages and state, or keep what it delivered.  ``kind``
+    (``sse``, ``jsonl`` or ``proto``) names the framing when the caller knows it (an HTTP
+    response's content type) instead of sniffing it from the bytes.
+
+    .. versionchanged:: 0.5.0  ``kind``.
     """
     config = config or CheckConfig()
     report = SourceReport(name)
     checker = _Checker(report, config, session)
     reader = _Reader(name, config, report, checker.add)
-    checker.run(reader._bytes(iter([data])), lambda n: None)
+    checker.run(reader._bytes(iter([data]), kind), lambda n: None)
     return report
 
 

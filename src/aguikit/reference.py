@@ -40,6 +40,7 @@ _STAGE_TITLES: Final = {
     Stage.PRODUCER: "Producing a stream (aguikit.server.RunWriter)",
     Stage.CLIENT: "Sending a run input (aguikit.client.prepare_input)",
     Stage.CHECKER: "What `aguikit check` looks at beyond the pipeline",
+    Stage.CONVERSATION: "Conversations: requests and the thread across runs",
 }
 
 _REPORTED_AS: Final = {
@@ -63,6 +64,9 @@ _REPORTED_AS: Final = {
     "`aguikit.server` logger",
     Stage.CLIENT: "a line of `AgentClient.request_warnings` (the id and the symbol, then the "
     "message) and a record on the `aguikit` logger; the request is still sent",
+    Stage.CONVERSATION: "a finding of `aguikit check` on a HAR file or recording "
+    "(`aguikit.checker.Finding`, with its `exchange`), and a problem of the test kit's "
+    "`Conversation`; `AGUI-R001` is also `aguikit.conversation.read_har`'s `DecodeError`",
 }
 
 
