@@ -169,14 +169,34 @@ def test_findings_are_printed_as_they_happen_with_exchange_event_and_pointer() -
 
     lines = printed.splitlines()
     assert any(
-        line.startswith("[exchange 1 request] AGUI-S001 error /messages:") for line in lines
+        line.startswith("[exchange 1 request] AGUI-R002 error RunAgentInput /messages:")
+        for line in lines
     ), printed
     assert any(
         line.startswith("[exchange 1] AGUI-V") and "event 2 TEXT_MESSAGE_CONTENT" in line
         for line in lines
     ), printed
-    assert any(line.startswith("[exchange 2 request] AGUI-D002 error") for line in lines), printed
+    assert any(
+        line.startswith("[exchange 2 request] AGUI-R002 error") and "not JSON" in line
+        for line in lines
+    ), printed
     assert 2 == len(agent.requests)  # judged, and forwarded all the same
+
+
+def test_the_thread_rules_judge_each_run_against_the_one_before_it_live() -> None:
+    """The first run leaves state {"n": 1}; the next request of the thread carries {}:
+    AGUI-R013 for exchange 2, printed when its answer ends (the request alone cannot say,
+    the previous run's end is the evidence)."""
+    events = [HELLO[0], {"type": "STATE_SNAPSHOT", "snapshot": {"n": 1}}, HELLO[4]]
+    with serve() as agent:
+        url = agent.add("/agent", Route(_sse(events)))
+        with _proxy(url) as (proxy, out):
+            httpx.post(proxy + "/", json={**RUN, "protocolVersion": "1.1"})
+            httpx.post(proxy + "/", json={**RUN, "runId": "r2", "protocolVersion": "1.1"})
+            printed = _when(out, "[exchange 2] AGUI-R013")
+
+    lines = [line for line in printed.splitlines() if "AGUI-R013" in line]
+    assert 1 == len(lines) and lines[0].startswith("[exchange 2] AGUI-R013"), printed
 
 
 def test_an_unreachable_agent_is_a_502_and_the_proxy_keeps_serving(tmp_path: Path) -> None:
@@ -219,6 +239,15 @@ def test_html_and_a_cut_stream_are_findings_and_forwarded_as_they_are(tmp_path: 
     assert cut_entry["_aguikit"]["complete"] is False
     assert b"".join(cut) == cut_entry["response"]["content"]["text"].encode()
     assert 2 == len(cut_entry["_aguikit"]["events"])
+
+
+def _when(out: io.StringIO, text: str, seconds: float = 20.0) -> str:
+    """What the proxy printed, once it holds ``text`` (the thread rules run after the
+    answer ended, off the event loop) or ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    while text not in out.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return out.getvalue()
 
 
 def _command(upstream: str, port: int) -> list[str]:
@@ -284,7 +313,7 @@ def test_the_proxy_command_prints_a_summary_when_stopped(tmp_path: Path) -> None
             process.send_signal(signal.SIGTERM)
             printed, _ = process.communicate(timeout=20)
 
-    assert "aguikit proxy: 1 exchanges, 5 events, 0 findings" in printed
+    assert "aguikit proxy: 1 exchanges, 5 events, 2 findings" in printed  # R010 twice
     assert str(tmp_path / "t1.har") in printed
     time.sleep(0)  # the file is closed: it parses
     assert 1 == len(json.loads((tmp_path / "t1.har").read_text())["log"]["entries"])

@@ -1375,6 +1375,7 @@ RULES: Final[tuple[Rule, ...]] = (
         (),
         severity=Severity.WARNING,
         stage=Stage.TRANSPORT,
+    ),
     Rule(
         "AGUI-R001",
         "recording-unreadable",

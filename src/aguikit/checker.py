@@ -71,8 +71,8 @@ __all__ = [
     "check_source",
     "expand_sources",
     "load_config",
-    "request_body",
     "open_events",
+    "request_body",
 ]
 
 FIRST_EVENT_SECONDS: Final = 10.0
@@ -731,7 +731,7 @@ def request_body(config: CheckConfig) -> dict[str, Any]:
     Raises:
         Unreadable: ``--input`` cannot be read or is not a valid ``RunAgentInput``.
 
-    .. versionadded:: 0.4.0
+    .. versionadded:: 0.5.0
     """
     import json
 
@@ -1257,7 +1257,7 @@ class StreamCheck:
     later finds what the live check found.  After ``max_errors`` errors it stops judging
     (:attr:`stopped`) and ignores the rest.
 
-    .. versionadded:: 0.4.0
+    .. versionadded:: 0.5.0
     """
 
     def __init__(self, name: str, config: CheckConfig | None = None, *, kind: str = "http") -> None:

@@ -689,8 +689,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="X",
         help="replay X times as fast as recorded; 0 sends without pauses (1)",
     )
-    faults.add_argument("--cut-after-events", type=int, metavar="N", help="drop the connection after N events")
-    faults.add_argument("--cut-after-bytes", type=int, metavar="N", help="drop the connection after N bytes")
+    faults.add_argument(
+        "--cut-after-events", type=int, metavar="N", help="drop the connection after N events"
+    )
+    faults.add_argument(
+        "--cut-after-bytes", type=int, metavar="N", help="drop the connection after N bytes"
+    )
     faults.add_argument("--stall", type=float, metavar="SECONDS", help="pause this long ...")
     faults.add_argument(
         "--stall-after", type=int, default=1, metavar="N", help="... after event N (1)"
@@ -700,9 +704,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     faults.add_argument("--duplicate", type=int, metavar="N", help="send event N twice")
     faults.add_argument("--drop", type=int, metavar="N", help="never send event N")
-    faults.add_argument(
-        "--drop-keepalives", action="store_true", help="strip SSE comment lines"
-    )
+    faults.add_argument("--drop-keepalives", action="store_true", help="strip SSE comment lines")
     doctor = sub.add_parser(
         "doctor",
         help="run one request through your infrastructure and say what it does to the stream",

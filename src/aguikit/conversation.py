@@ -993,3 +993,17 @@ def check_recording(spec: str, config: CheckConfig | None = None) -> SourceRepor
             )
         )
     return report
+
+
+def check_request(exchange: Exchange, config: CheckConfig | None = None) -> list[Finding]:
+    """
+    The request side of one exchange alone (``AGUI-R002``, and ``AGUI-R010`` for a request
+    declaring no version), for a caller that judges a request before its response exists
+    (``aguikit proxy`` prints them as the request passes); :func:`check_exchanges` applies
+    the same rules to a whole conversation.
+
+    .. versionadded:: 0.5.0
+    """
+    report = SourceReport("request", kind="conversation")
+    _Thread(report, config or CheckConfig(), []).request(exchange)
+    return report.findings

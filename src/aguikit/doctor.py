@@ -73,7 +73,7 @@ class Diagnosis:
     What one request through the infrastructure showed: the facts measured, the findings
     (each with its fix in :data:`FIXES`) and the exit code.
 
-    .. versionadded:: 0.4.0
+    .. versionadded:: 0.5.0
     """
 
     url: str
@@ -136,7 +136,7 @@ def diagnose(url: str, config: CheckConfig | None = None) -> Diagnosis:
     Never raises for what the endpoint does: an unreachable one is
     :attr:`Diagnosis.unreachable` (exit 2).
 
-    .. versionadded:: 0.4.0
+    .. versionadded:: 0.5.0
     """
     return asyncio.run(adiagnose(url, config or CheckConfig()))
 
@@ -184,14 +184,14 @@ async def _watch(
     diagnosis.content_encoding = response.headers.get("content-encoding")
     media = (diagnosis.content_type or "").split(";", 1)[0].strip().lower()
     if not response.is_success:
-        start = (await response.aread())[:300].decode("utf-8", "replace")
+        text = (await response.aread())[:300].decode("utf-8", "replace")
         _add(
             diagnosis,
             config,
             "AGUI-T002",
             url=diagnosis.url,
             status=response.status_code,
-            body=start,
+            body=text,
         )
         return
     if media != MEDIA_TYPE:
@@ -270,6 +270,6 @@ async def _watch(
     if not finished and diagnosis.events and media == MEDIA_TYPE and tail >= IDLE_SECONDS:
         if tail > config.silent_gap_seconds:
             limit = config.silent_gap_seconds
-            event = diagnosis.events + 1
-            _add(diagnosis, config, "AGUI-T005", seconds=tail, event=event, limit=limit)
+            number = diagnosis.events + 1
+            _add(diagnosis, config, "AGUI-T005", seconds=tail, event=number, limit=limit)
         _add(diagnosis, config, "AGUI-N002", seconds=tail)

@@ -49,6 +49,7 @@ import httpx
 
 from .catalogue import RULES_BY_ID, render_message
 from .checker import CheckConfig, Finding, StreamCheck, Where
+from .conversation import Exchange, check_exchanges, check_request
 from .errors import AguiError, DecodeError, TransportError
 from .jsonio import loads
 from .proto import decode_message
@@ -59,10 +60,9 @@ from .transport.proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from .transport.proto import FrameDecoder
 from .transport.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
 from .transport.sse import SSEDecoder, frame_object
-from .validate import is_valid, iter_schema_errors
 
 __all__ = [
-    "Exchange",
+    "Flow",
     "HarRecorder",
     "ProxyApp",
     "Summary",
@@ -132,10 +132,11 @@ def _body_text(body: bytes, binary: bool) -> dict[str, str]:
 
 
 @attrs.define
-class Exchange:
+class Flow:
     """
-    One request and its answer as the proxy saw them: what the recording writes and the
-    summary counts.  Times are ``time.perf_counter`` seconds; ``events`` holds, per event,
+    One request and its answer as they pass the proxy (mitmproxy's word for it): what the
+    recording writes, what the thread rules judge once it ends, and what the summary
+    counts.  Times are ``time.perf_counter`` seconds; ``events`` holds, per event,
     ``(end, upstream_ms, downstream_ms)`` (``docs/recording.md``).
     """
 
@@ -159,6 +160,8 @@ class Exchange:
     complete: bool = False
     finished: float | None = None
     error: str | None = None
+    request: Exchange | None = None
+    """The request as the conversation reader has it, once judged."""
 
     def har(self) -> dict[str, Any]:
         """The HAR 1.2 entry, with aguikit's timing under ``_aguikit``."""
@@ -242,7 +245,7 @@ class _HarFile:
         self.fp.write(text[: text.rindex("[]") + 1].encode("utf-8") + b"\n")
         self.settled_end = self.fp.tell()
         self.settled = 0
-        self.pending: list[Exchange] = []
+        self.pending: list[Flow] = []
         self.written = 0.0
 
     def write(self) -> None:
@@ -269,7 +272,7 @@ class _HarFile:
         self.fp.close()
 
 
-def _entry_bytes(exchange: Exchange) -> bytes:
+def _entry_bytes(exchange: Flow) -> bytes:
     return json.dumps(exchange.har(), ensure_ascii=False).encode("utf-8")
 
 
@@ -287,7 +290,7 @@ class HarRecorder:
     Writes each thread's exchanges to ``DIR/<thread id>.har`` (a file per thread, a new
     name when one exists), incrementally (``docs/recording.md``).
 
-    .. versionadded:: 0.4.0
+    .. versionadded:: 0.5.0
     """
 
     def __init__(self, directory: Path, creator: dict[str, str]) -> None:
@@ -308,7 +311,7 @@ class HarRecorder:
             har = self.files[thread] = _HarFile(path, self.creator)
         return har
 
-    def update(self, exchange: Exchange, *, force: bool = False) -> None:
+    def update(self, exchange: Flow, *, force: bool = False) -> None:
         """Write ``exchange``'s latest state: at once when ``force`` or it has finished,
         else at most every :data:`WRITE_INTERVAL` seconds per file."""
         har = self._file(exchange.thread_id)
@@ -426,7 +429,7 @@ class ProxyApp:
         validate: ``False`` forwards and records without judging (the benchmark's
             baseline, and a user who only wants the recording).
 
-    .. versionadded:: 0.4.0
+    .. versionadded:: 0.5.0
     """
 
     def __init__(
@@ -452,6 +455,7 @@ class ProxyApp:
             self.recorder = HarRecorder(record, {"name": "aguikit", "version": __version__})
         self._numbers = itertools.count(1)
         self._client: httpx.AsyncClient | None = None
+        self._threads: dict[str | None, Exchange] = {}  # each thread's last served exchange
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -481,7 +485,7 @@ class ProxyApp:
         url = base if path in ("", "/") else base.rstrip("/") + path
         return url + ("?" + query.decode("latin-1") if query else "")
 
-    def report(self, exchange: Exchange, findings: list[Finding], where: str = "") -> None:
+    def report(self, exchange: Flow, findings: list[Finding], where: str = "") -> None:
         """Print ``findings`` of ``exchange`` now, and count them."""
         for finding in findings:
             counts = self.summary.findings
@@ -495,7 +499,7 @@ class ProxyApp:
                 parts.append(finding.pointer)
             print(" ".join(parts) + ": " + finding.message, file=self.out, flush=True)
 
-    def internal(self, exchange: Exchange, exc: BaseException) -> None:
+    def internal(self, exchange: Flow, exc: BaseException) -> None:
         """A bug in the judging: said once; that exchange is no longer judged."""
         self.summary.internal += 1
         print(
@@ -519,7 +523,7 @@ class ProxyApp:
             body += message.get("body", b"")
             if not message.get("more_body", False):
                 break
-        exchange = Exchange(
+        exchange = Flow(
             next(self._numbers),
             scope["method"],
             self.target(scope.get("path", "/"), scope.get("query_string", b"")),
@@ -542,12 +546,19 @@ class ProxyApp:
                     await forward
             gone.cancel()
             self._finish(exchange)
+        if exchange.request is not None and self.validate:
+            try:
+                found = await asyncio.to_thread(self._thread_rules, exchange)
+            except Exception as exc:  # judging never breaks forwarding
+                self.internal(exchange, exc)
+            else:
+                self.report(exchange, found)
         # An upstream cut mid-body returns without the body's end: uvicorn then closes the
         # UI's connection without the final chunk, the same cut the UI would have seen.
 
     # -- the request -------------------------------------------------------------------------
 
-    def _request(self, exchange: Exchange) -> None:
+    def _request(self, exchange: Flow) -> None:
         if exchange.method != "POST":
             self._record(exchange, force=True)
             return
@@ -559,33 +570,60 @@ class ProxyApp:
             self.report(exchange, findings, " request")
         self._record(exchange, force=True)
 
-    def _judge_request(self, exchange: Exchange) -> list[Finding]:
+    def _judge_request(self, flow: Flow) -> list[Finding]:
         config = self.config
+        text = flow.request_body.decode("utf-8", "replace")
         try:
-            data = loads(exchange.request_body, max_depth=config.max_depth, source="request")
-        except AguiError as exc:
-            return _findings(config, exc.rule or "AGUI-D002", "decode", f"request body: {exc}")
-        if isinstance(data, dict):
-            thread, run = data.get("threadId"), data.get("runId")
-            exchange.thread_id = thread if isinstance(thread, str) else None
-            exchange.run_id = run if isinstance(run, str) else None
-        if not self.validate or is_valid(data, "RunAgentInput"):
+            data: Any = loads(flow.request_body, max_depth=config.max_depth, source="request")
+        except AguiError:
+            data = None  # the request rules say "the body is not JSON"
+        flow.request = Exchange(
+            1, data, b"", request_text=text if flow.request_body else None, url=flow.url
+        )
+        flow.thread_id, flow.run_id = flow.request.thread_id, flow.request.run_id
+        if not self.validate:
             return []
-        out: list[Finding] = []
-        for issue in iter_schema_errors(data, "RunAgentInput"):
-            out += _findings(
-                config,
-                "AGUI-S001",
-                "schema",
-                f"request (RunAgentInput): {issue.message}",
-                pointer=issue.pointer or "/",
-                code=issue.keyword,
-            )
-        return out
+        return check_request(flow.request, config)
+
+    def _thread_rules(self, flow: Flow) -> list[Finding]:
+        """
+        The thread rules between this run and the thread's previous one (an interrupt left
+        unanswered, an encrypted value not returned, a history re-minted...), judged by
+        :func:`aguikit.conversation.check_exchanges` on the two exchanges once this one's
+        answer has ended; only the ``AGUI-R`` findings about this exchange are new (its
+        request was judged as it passed, its events as they arrived).
+        """
+        request = flow.request
+        if request is None or not self.validate or not isinstance(request.request, dict):
+            return []
+        current = attrs.evolve(
+            request,
+            body=bytes(flow.body),
+            status=flow.status,
+            media_type=flow.media,
+            complete=flow.complete,
+        )
+        before = self._threads.get(flow.thread_id)
+        pair = (
+            [current]
+            if before is None
+            else [attrs.evolve(before, number=1), attrs.evolve(current, number=2)]
+        )
+        if 200 <= flow.status < 300 and flow.complete:
+            self._threads[flow.thread_id] = current
+        report = check_exchanges(pair, flow.url, self.config)
+        return [
+            f
+            for f in report.findings
+            if f.exchange == len(pair)
+            and f.rule.startswith("AGUI-R")
+            and f.rule != "AGUI-R002"
+            and not (f.rule == "AGUI-R010" and f.event_type == "RunAgentInput")
+        ]
 
     # -- the answer ----------------------------------------------------------------------
 
-    async def _forward(self, exchange: Exchange, send: Send) -> None:
+    async def _forward(self, exchange: Flow, send: Send) -> None:
         try:
             async with aforward(
                 self._http(),
@@ -615,7 +653,7 @@ class ProxyApp:
             await send({"type": "http.response.body", "body": text})
             exchange.complete = True
 
-    async def _answer(self, exchange: Exchange, response: httpx.Response, send: Send) -> None:
+    async def _answer(self, exchange: Flow, response: httpx.Response, send: Send) -> None:
         headers = [(n, v) for n, v in response.headers.raw if n.lower() not in HOP_BY_HOP]
         exchange.status, exchange.reason = response.status_code, response.reason_phrase
         exchange.http_version = response.http_version
@@ -643,7 +681,7 @@ class ProxyApp:
         exchange.complete = True
         watch.end(None)
 
-    def _record(self, exchange: Exchange, *, force: bool = False) -> None:
+    def _record(self, exchange: Flow, *, force: bool = False) -> None:
         if self.recorder is None:
             return
         try:
@@ -652,14 +690,12 @@ class ProxyApp:
             print(f"aguikit proxy: recording stopped: {exc}", file=self.out, flush=True)
             self.recorder = None
 
-    def _finish(self, exchange: Exchange) -> None:
+    def _finish(self, exchange: Flow) -> None:
         exchange.finished = time.perf_counter()
         self._record(exchange, force=True)
 
 
-async def lifespan(
-    receive: Receive, send: Send, shutdown: Callable[[], Awaitable[None]]
-) -> None:
+async def lifespan(receive: Receive, send: Send, shutdown: Callable[[], Awaitable[None]]) -> None:
     """The ASGI lifespan protocol for an app with nothing to start and ``shutdown`` to run."""
     while True:
         message = await receive()
@@ -694,7 +730,7 @@ class _Watch:
     """One answer judged and timed on the side of the forwarding."""
 
     def __init__(
-        self, proxy: ProxyApp, exchange: Exchange, media: str | None, encoding: str | None
+        self, proxy: ProxyApp, exchange: Flow, media: str | None, encoding: str | None
     ) -> None:
         self.proxy = proxy
         self.exchange = exchange
@@ -721,7 +757,7 @@ class _Watch:
             self.inflate = None
             self._stop(exc)
             data = raw
-        if self.proxy.recorder is not None:
+        if self.proxy.recorder is not None or self.proxy.validate:
             exchange.body += data
         if self.events is not None:
             try:

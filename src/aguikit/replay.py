@@ -25,6 +25,7 @@ from typing import Final
 
 import attrs
 
+from .conversation import Exchange, read_har
 from .proxy import HOP_BY_HOP, Receive, Scope, Send, lifespan
 
 __all__ = ["Answer", "Faults", "ReplayApp"]
@@ -50,7 +51,7 @@ class Faults:
     events count from 1; a cut closes the connection without the body's end, as a crashed
     agent or a proxy's idle timeout does.
 
-    .. versionadded:: 0.4.0
+    .. versionadded:: 0.5.0
     """
 
     speed: float = 1.0
@@ -70,7 +71,7 @@ class Answer:
     One recorded answer: status, headers, the decoded body, and per event where its frame
     ends in the body and when it arrived (milliseconds after the request).
 
-    .. versionadded:: 0.4.0
+    .. versionadded:: 0.5.0
     """
 
     status: int
@@ -78,6 +79,19 @@ class Answer:
     body: bytes
     events: tuple[tuple[int, float], ...] = ()
     media: str | None = None
+
+    @classmethod
+    def of(cls, exchange: Exchange) -> Answer:
+        """The answer of a recorded exchange (:mod:`aguikit.conversation`)."""
+        headers = tuple(
+            (name.encode("latin-1"), value.encode("latin-1"))
+            for name, value in exchange.response_headers
+        )
+        media = (exchange.media_type or "").split(";", 1)[0].strip().lower() or None
+        events = tuple(
+            (t.end, t.upstream_ms if t.upstream_ms is not None else 0.0) for t in exchange.times
+        )
+        return cls(exchange.status, headers, exchange.body, events, media)
 
     def pieces(self) -> list[tuple[bytes, float, bool]]:
         """``(bytes, arrival ms, is an event)`` in order: each event's frame with whatever
@@ -96,7 +110,7 @@ class ReplayApp:
     """
     The ASGI app serving ``answers`` in order, with ``faults``.
 
-    .. versionadded:: 0.4.0
+    .. versionadded:: 0.5.0
     """
 
     def __init__(self, answers: Sequence[Answer], faults: Faults | None = None) -> None:
@@ -109,14 +123,16 @@ class ReplayApp:
     @classmethod
     def open(cls, path: Path, faults: Faults | None = None) -> ReplayApp:
         """
-        The answers of the recording at ``path``, read by :mod:`aguikit.conversation`.
+        The AG-UI answers of the HAR file at ``path`` (an aguikit recording or a browser's
+        export), read by :func:`aguikit.conversation.read_har`; an answer recorded without
+        per-event timing (a browser's HAR) is one piece, sent at once.
 
         Raises:
-            Unreadable: The file is not a HAR recording, or holds no AG-UI exchange.
+            DecodeError: The file is not HAR (``AGUI-R001``).
+            ValueError: It holds no AG-UI exchange.
         """
-        from .conversation import read_answers
-
-        return cls(read_answers(path), faults)
+        recording = read_har(path)
+        return cls([Answer.of(exchange) for exchange in recording.exchanges], faults)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":

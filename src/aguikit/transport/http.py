@@ -270,7 +270,7 @@ async def aforward(
     Raises:
         TransportError: The connection failed before the answer began.
 
-    .. versionadded:: 0.4.0
+    .. versionadded:: 0.5.0
     """
     request = httpx.Request(method, url, headers=list(headers), content=content)
     try:
@@ -292,7 +292,7 @@ async def aread(response: httpx.Response, *, raw: bool = True) -> AsyncGenerator
     Raises:
         TransportError: The connection failed during the body (a cut stream).
 
-    .. versionadded:: 0.4.0
+    .. versionadded:: 0.5.0
     """
     chunks = response.aiter_raw() if raw else response.aiter_bytes()
     try:
