@@ -24,6 +24,7 @@ from __future__ import annotations
 import glob
 import itertools
 import os
+import re
 import sys
 import time
 import uuid
@@ -70,6 +71,7 @@ __all__ = [
     "check_events",
     "check_source",
     "expand_sources",
+    "is_recording",
     "load_config",
     "open_events",
     "request_body",
@@ -385,6 +387,27 @@ def load_config(start: Path | None = None) -> dict[str, Any]:
 
 # --- sources ------------------------------------------------------------------------------
 
+_RECORDING_HEAD: Final = re.compile(rb'^\s*\{\s*"log"\s*:')
+
+
+def is_recording(spec: str, head: bytes | None = None) -> bool:
+    """
+    Whether ``spec`` names a HAR file, a conversation for :mod:`aguikit.conversation`: by
+    its ``.har`` suffix, or a JSON object whose first member is ``log`` (``head``: its
+    first bytes, read here when not given).
+    """
+    if spec.lower().endswith(".har"):
+        return True
+    if spec == "-" or spec.startswith(("http://", "https://")):
+        return False
+    if head is None:
+        try:
+            with Path(spec).open("rb") as fp:
+                head = fp.read(256)
+        except OSError:
+            return False
+    return bool(_RECORDING_HEAD.match(head.removeprefix(b"\xef\xbb\xbf")))
+
 
 def expand_sources(specs: Iterable[str]) -> list[str]:
     """
@@ -403,11 +426,12 @@ def expand_sources(specs: Iterable[str]) -> list[str]:
                 str(path)
                 for path in Path(spec).rglob("*")
                 if path.is_file()
-                and path.suffix.lower() in STREAM_SUFFIXES
+                # .har: a conversation (aguikit proxy --record writes a directory of them)
+                and (path.suffix.lower() in STREAM_SUFFIXES or path.suffix.lower() == ".har")
                 and path.suffix.lower() != ".txt"
             )
             if not found:
-                raise Unreadable(f"{spec}: no .sse, .jsonl, .ndjson or .json file in it")
+                raise Unreadable(f"{spec}: no .sse, .jsonl, .ndjson, .json or .har file in it")
         elif glob.has_magic(spec):
             found = sorted(p for p in glob.glob(spec, recursive=True) if os.path.isfile(p))
             if not found:

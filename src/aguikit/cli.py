@@ -33,7 +33,7 @@ import json
 import sys
 import time
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
@@ -50,6 +50,7 @@ from .checker import (
     Unreadable,
     check_source,
     expand_sources,
+    is_recording,
     load_config,
     open_events,
 )
@@ -263,12 +264,24 @@ def _check_all(
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=min(jobs, len(specs))) as pool:
-            return list(pool.map(check_source, specs, [config] * len(specs)))
+            return list(pool.map(_check_one, specs, [config] * len(specs)))
     reports = []
     for spec in specs:
-        reports.append(check_source(spec, config, tick=progress.tick))
+        reports.append(_check_one(spec, config, tick=progress.tick))
         progress.done()
     return reports
+
+
+def _check_one(
+    spec: str, config: CheckConfig, tick: Callable[[int], None] = lambda n: None
+) -> SourceReport:
+    """A stream through the checker, a HAR file or recording through the conversation's
+    judge (exchange by exchange, then across each thread)."""
+    if is_recording(spec):
+        from .conversation import check_recording  # the thread rules: a HAR file alone
+
+        return check_recording(spec, config)
+    return check_source(spec, config, tick=tick)
 
 
 def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -608,7 +621,8 @@ def _parser() -> argparse.ArgumentParser:
         "source",
         nargs="+",
         metavar="SOURCE",
-        help="a .sse/.jsonl/.json/.pb file, a glob, a directory, - for stdin, or an agent URL",
+        help="a .sse/.jsonl/.json/.pb file, a .har file or aguikit recording (a conversation), "
+        "a glob, a directory, - for stdin, or an agent URL",
     )
     endpoint_args(check)
     check.add_argument("--format", choices=("text", "json", "sarif", "junit"), default="text")

@@ -54,7 +54,14 @@ import attrs
 from ._generated.models import Interrupt
 from .agent import interrupt_expired
 from .catalogue import Severity, render_message
-from .checker import CheckConfig, Finding, RunSummary, SourceReport, check_bytes
+from .checker import (
+    CheckConfig,
+    Finding,
+    RunSummary,
+    SourceReport,
+    check_bytes,
+    is_recording,
+)
 from .errors import AguiError, DecodeError
 from .jsonio import escape_pointer, iter_documents, loads
 from .receiver import version_key
@@ -86,7 +93,6 @@ FRAMINGS: Final[Mapping[str, str]] = {
 }
 """The response framing each content type names (the transports' own media types)."""
 
-_RECORDING_HEAD: Final = re.compile(rb'^\s*\{\s*"log"\s*:')
 _INPUT_KEYS: Final = ("threadId", "runId", "messages")
 
 
@@ -212,22 +218,6 @@ def exchanges_of_example(example: Sequence[Mapping[str, Any]]) -> list[Exchange]
 
 
 # --- reading HAR -----------------------------------------------------------------------------
-
-
-def is_recording(spec: str, head: bytes | None = None) -> bool:
-    """Whether ``spec`` names a HAR file: by its ``.har`` suffix, or a JSON object whose
-    first member is ``log`` (``head``: its first bytes, read here when not given)."""
-    if spec.lower().endswith(".har"):
-        return True
-    if spec == "-" or spec.startswith(("http://", "https://")):
-        return False
-    if head is None:
-        try:
-            with Path(spec).open("rb") as fp:
-                head = fp.read(256)
-        except OSError:
-            return False
-    return bool(_RECORDING_HEAD.match(head.removeprefix(b"\xef\xbb\xbf")))
 
 
 def _cut(source: str, detail: str, offset: int | None = None) -> DecodeError:
