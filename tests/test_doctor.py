@@ -93,7 +93,7 @@ def test_doctor_reports_clean_with_the_readmes_configuration_through_the_command
 
     assert 0 == done.returncode, done.stdout + done.stderr
     assert "clean: the stream arrives as the agent sends it" in done.stdout
-    assert "12 events" in done.stdout  # the ten deltas, start and end, one at a time
+    assert "14 events" in done.stdout  # the run, the message and its ten deltas
 
 
 def test_doctor_names_compression_on_the_stream() -> None:
@@ -109,7 +109,7 @@ def test_doctor_names_an_idle_timeout_and_the_missing_keepalive() -> None:
     """nginx cuts an upstream silent longer than proxy_read_timeout (1 s here); the agent
     paused 2.5 s without a keep-alive comment."""
     idle = "proxy_buffering off;\nproxy_read_timeout 1s;"
-    config = CheckConfig(silent_gap_seconds=0.8)
+    config = CheckConfig(silent_gap_seconds=0.5)
     with serve_asgi(_agent(pause=2.5)) as agent, nginx(agent, idle) as url:
         diagnosis = diagnose(url + "/", config)
 

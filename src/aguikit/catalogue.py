@@ -1366,7 +1366,7 @@ RULES: Final[tuple[Rule, ...]] = (
     ),
     Rule(
         "AGUI-N004",
-        "http-1.0",
+        "http-1-0-downgrade",
         "A stream is answered over HTTP/1.1 or later: HTTP/1.0 has no chunked encoding, so "
         "the connection must close to end every answer (fix: 'proxy_http_version 1.1;' in "
         "nginx, and the same in any proxy on the way)",

@@ -736,18 +736,21 @@ class _Watch:
         self.exchange = exchange
         kind = _MEDIA_KINDS.get(media or "")
         self.judging = proxy.validate
+        answered = 200 <= exchange.status < 300
+        if kind is None and proxy.validate and exchange.run_id is not None and answered:
+            # A run request answered with something no AG-UI reader can read (HTML from a
+            # login page, a JSON error): said once, forwarded as it is.
+            message = render_message("AGUI-T003", url=exchange.url, content_type=media)
+            proxy.report(exchange, _findings(proxy.config, "AGUI-T003", "transport", message))
         self.inflate: Any = None
         if encoding in ("gzip", "x-gzip", "deflate"):
             self.inflate = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header
         elif encoding not in (None, "identity"):
             kind = None  # br, zstd: forwarded and recorded, not read
+        if not proxy.validate and proxy.recorder is None:
+            kind = None  # nothing reads the events: forwarding alone
         self.events = _Events(kind, exchange.url, proxy.config) if kind is not None else None
         self.check = StreamCheck(exchange.url, proxy.config) if self.events is not None else None
-        if kind is None and exchange.run_id is not None and 200 <= exchange.status < 300:
-            # A run request answered with something no AG-UI reader can read (HTML from a
-            # login page, a JSON error): said once, forwarded as it is.
-            message = render_message("AGUI-T003", url=exchange.url, content_type=media)
-            proxy.report(exchange, _findings(proxy.config, "AGUI-T003", "transport", message))
 
     def chunk(self, raw: bytes, upstream_ms: float, downstream_ms: float) -> None:
         exchange = self.exchange
