@@ -226,3 +226,46 @@ def test_a_model_error_ends_the_run_with_run_error() -> None:
 
     assert "error" == result.outcome.kind
     assert "model unavailable" in (result.outcome.message or "")
+
+
+def test_the_official_client_through_aguikit_proxy_ends_as_it_does_directly() -> None:
+    """``aguikit proxy`` between HttpAgent and the adapter (a tool call, its result, then
+    text; state from the UI and a snapshot from the tool): the same messages and state as
+    talking directly, ids aside (the adapter mints them per run), and the proxy judged
+    every event as it passed."""
+    import io
+
+    from aguikit.proxy import ProxyApp
+
+    def app() -> Starlette:
+        model = _call_then_text("add_todo", '{"item": "milk"}', "call-1", "Added.")
+        agent: Agent[StateDeps[Todos], str] = Agent(model, deps_type=StateDeps[Todos])
+
+        @agent.tool
+        def add_todo(ctx: RunContext[StateDeps[Todos]], item: str) -> ToolReturn:
+            ctx.deps.state.items.append(item)
+            snapshot = StateSnapshotEvent(snapshot=ctx.deps.state.model_dump())
+            return ToolReturn(return_value="added", metadata=[snapshot])
+
+        return _app(agent, deps=StateDeps(Todos()))
+
+    user = {"id": "u1", "role": "user", "content": "add milk"}
+    script = {"threadId": "t1", "messages": [user], "state": {"items": ["eggs"]}}
+    with serve_asgi(app()) as url:
+        direct = run_http_agent(url + "/", script)
+    out = io.StringIO()
+    with serve_asgi(app()) as url:
+        proxy = ProxyApp(url + "/", out=out)
+        with serve_asgi(proxy, lifespan="on", server_header=False, date_header=False) as front:
+            proxied = run_http_agent(front + "/", script)
+
+    def without_ids(outcome: dict[str, Any]) -> dict[str, Any]:
+        messages = [
+            {k: v for k, v in m.items() if k not in ("id", "toolCallId", "toolCalls")}
+            for m in outcome["messages"]
+        ]
+        return {**outcome, "messages": messages}
+
+    assert without_ids(direct) == without_ids(proxied)
+    assert {"items": ["eggs", "milk"]} == proxied["state"]
+    assert re.search(r"aguikit proxy: 1 exchanges, \d+ events", out.getvalue()), out.getvalue()

@@ -9,14 +9,17 @@ broken stream shows up here as a changed expectation.
 
 from __future__ import annotations
 
+import io
 import json
+import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from tests.node_client import run_http_agent
-from tests.servers import serve_asgi
+from tests.servers import free_port, serve_asgi, wait_listening
 
 from aguikit.replay import Answer, Faults, ReplayApp
 
@@ -199,3 +202,44 @@ def test_what_the_official_client_does_with_each_fault(
         outcome = run_http_agent(url + "/", {"threadId": "t1", "messages": []}, crash_ok=True)
 
     assert expected == outcome
+
+
+def test_a_proxy_recording_replays_to_the_official_client_as_the_agent_answered(
+    tmp_path: Path,
+) -> None:
+    """The example agent recorded through ``aguikit proxy --record`` (two runs: a turn and
+    the frontend tool's answer), then ``aguikit proxy --replay`` of that file, read by the
+    conversation reader: HttpAgent ends with exactly what it ended with live."""
+    from tests.test_proxy import _command
+    from tests.test_server_integration import QUESTION, _example
+
+    from aguikit.proxy import ProxyApp
+
+    script = {**QUESTION, "answerFrontendTool": "confirmed"}
+    with serve_asgi(_example().app) as agent:
+        app = ProxyApp(agent + "/agent", out=io.StringIO(), record=tmp_path)
+        with serve_asgi(app, lifespan="on") as proxy:
+            live = run_http_agent(proxy + "/", script)
+    port = free_port()
+    replay = [*_command("unused", port)[:4], "--replay", str(tmp_path / "t1.har"), "--speed", "0"]
+    process = subprocess.Popen([*replay, "--port", str(port)], stdout=subprocess.DEVNULL)
+    try:
+        wait_listening(port, process, "aguikit proxy --replay")
+        replayed = run_http_agent(f"http://127.0.0.1:{port}/", script)
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+    assert live == replayed
+
+
+def test_a_browser_har_replays_each_answer_whole() -> None:
+    """A devtools export has no per-event timing: each answer is one piece, sent at once,
+    and the client reads it as usual."""
+    har = Path(__file__).resolve().parent / "conversations" / "browser.har"
+    app = ReplayApp.open(har, Faults(speed=0))
+
+    assert all(len(answer.pieces()) == 1 for answer in app.answers)
+    with serve_asgi(app) as url, httpx.stream("POST", url + "/", json={}) as response:
+        body = response.read()
+    assert app.answers[0].body == body

@@ -18,7 +18,7 @@ timing.  :class:`ProxyApp` sits on the wire instead:
   happens with its exchange and event; a bug in the judging is reported once and judging
   stops for that exchange, the forwarding never notices;
 * ``--record DIR`` writes each thread as a HAR 1.2 file (:class:`HarRecorder`, the
-  contract in ``docs/recording.md``), with each event's arrival from upstream and its
+  contract in ``docs/proxy.md``, "The recording"), with each event's arrival from upstream and its
   departure downstream.
 
 The HTTP is uvicorn's (server side) and httpx's (client side, through
@@ -137,7 +137,7 @@ class Flow:
     One request and its answer as they pass the proxy (mitmproxy's word for it): what the
     recording writes, what the thread rules judge once it ends, and what the summary
     counts.  Times are ``time.perf_counter`` seconds; ``events`` holds, per event,
-    ``(end, upstream_ms, downstream_ms)`` (``docs/recording.md``).
+    ``(end, upstream_ms, downstream_ms)`` (``docs/proxy.md``, "The recording").
     """
 
     number: int
@@ -288,7 +288,7 @@ def _safe_name(thread: str | None) -> str:
 class HarRecorder:
     """
     Writes each thread's exchanges to ``DIR/<thread id>.har`` (a file per thread, a new
-    name when one exists), incrementally (``docs/recording.md``).
+    name when one exists), incrementally (``docs/proxy.md``, "The recording").
 
     .. versionadded:: 0.5.0
     """
@@ -456,6 +456,7 @@ class ProxyApp:
         self._numbers = itertools.count(1)
         self._client: httpx.AsyncClient | None = None
         self._threads: dict[str | None, Exchange] = {}  # each thread's last served exchange
+        self._judging: set[asyncio.Future[list[Finding]]] = set()  # thread rules running
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -473,6 +474,9 @@ class ProxyApp:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        if self._judging:  # the thread rules of the last exchanges belong in the summary
+            await asyncio.wait(set(self._judging), timeout=10)
+            await asyncio.sleep(0)  # let their exchanges print what they found
         lines = [self.summary.render()]
         if self.recorder is not None:
             self.recorder.close()
@@ -547,12 +551,16 @@ class ProxyApp:
             gone.cancel()
             self._finish(exchange)
         if exchange.request is not None and self.validate:
+            judging = asyncio.ensure_future(asyncio.to_thread(self._thread_rules, exchange))
+            self._judging.add(judging)
             try:
-                found = await asyncio.to_thread(self._thread_rules, exchange)
+                found = await judging
             except Exception as exc:  # judging never breaks forwarding
                 self.internal(exchange, exc)
             else:
                 self.report(exchange, found)
+            finally:
+                self._judging.discard(judging)
         # An upstream cut mid-body returns without the body's end: uvicorn then closes the
         # UI's connection without the final chunk, the same cut the UI would have seen.
 
