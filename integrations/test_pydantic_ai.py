@@ -194,9 +194,8 @@ def test_the_official_typescript_client_rejects_it_too() -> None:
     assert "No active tool call found with ID 'call-a'" in out["runs"][0]["error"]
 
 
-def test_state_from_the_ui_and_a_snapshot_from_a_tool() -> None:
-    """StateDeps receives the UI's state; a tool's StateSnapshotEvent reaches the UI."""
-
+def _todo_app() -> Starlette:
+    """An agent whose tool adds a todo to the UI's state and sends the state back."""
     model = _call_then_text("add_todo", '{"item": "milk"}', "call-1", "Added.")
 
     agent: Agent[StateDeps[Todos], str] = Agent(model, deps_type=StateDeps[Todos])
@@ -207,8 +206,12 @@ def test_state_from_the_ui_and_a_snapshot_from_a_tool() -> None:
         snapshot = StateSnapshotEvent(snapshot=ctx.deps.state.model_dump())
         return ToolReturn(return_value="added", metadata=[snapshot])
 
-    app = _app(agent, deps=StateDeps(Todos()))
-    result = AgentTestClient(app).run("add milk", state={"items": ["eggs"]})
+    return _app(agent, deps=StateDeps(Todos()))
+
+
+def test_state_from_the_ui_and_a_snapshot_from_a_tool() -> None:
+    """StateDeps receives the UI's state; a tool's StateSnapshotEvent reaches the UI."""
+    result = AgentTestClient(_todo_app()).run("add milk", state={"items": ["eggs"]})
 
     assert {"items": ["eggs", "milk"]} == result.state
 
@@ -237,24 +240,12 @@ def test_the_official_client_through_aguikit_proxy_ends_as_it_does_directly() ->
 
     from aguikit.proxy import ProxyApp
 
-    def app() -> Starlette:
-        model = _call_then_text("add_todo", '{"item": "milk"}', "call-1", "Added.")
-        agent: Agent[StateDeps[Todos], str] = Agent(model, deps_type=StateDeps[Todos])
-
-        @agent.tool
-        def add_todo(ctx: RunContext[StateDeps[Todos]], item: str) -> ToolReturn:
-            ctx.deps.state.items.append(item)
-            snapshot = StateSnapshotEvent(snapshot=ctx.deps.state.model_dump())
-            return ToolReturn(return_value="added", metadata=[snapshot])
-
-        return _app(agent, deps=StateDeps(Todos()))
-
     user = {"id": "u1", "role": "user", "content": "add milk"}
     script = {"threadId": "t1", "messages": [user], "state": {"items": ["eggs"]}}
-    with serve_asgi(app()) as url:
+    with serve_asgi(_todo_app()) as url:
         direct = run_http_agent(url + "/", script)
     out = io.StringIO()
-    with serve_asgi(app()) as url:
+    with serve_asgi(_todo_app()) as url:
         proxy = ProxyApp(url + "/", out=out)
         with serve_asgi(proxy, lifespan="on", server_header=False, date_header=False) as front:
             proxied = run_http_agent(front + "/", script)
