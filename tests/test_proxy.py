@@ -42,7 +42,16 @@ HELLO: list[dict[str, Any]] = [
     {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
     {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"},
 ]
-RUN = {"threadId": "t1", "runId": "r1", "messages": [], "state": {}, "tools": [], "context": []}
+RUN = {
+    "threadId": "t1",
+    "runId": "r1",
+    "messages": [],
+    "state": {},
+    "tools": [],
+    "context": [],
+    # "intermediaries MUST NOT alter it" (run-input.mdx): nulls and unknown keys arrive as sent
+    "forwardedProps": {"x": None, "nested": [1, {"y": None}]},
+}
 
 
 def _sse(events: list[dict[str, Any]]) -> list[bytes]:
@@ -317,3 +326,24 @@ def test_the_proxy_command_prints_a_summary_when_stopped(tmp_path: Path) -> None
     assert str(tmp_path / "t1.har") in printed
     time.sleep(0)  # the file is closed: it parses
     assert 1 == len(json.loads((tmp_path / "t1.har").read_text())["log"]["entries"])
+
+
+def test_a_bug_in_the_judging_never_breaks_forwarding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live check raising on every event (a bug, simulated): the UI still gets every
+    byte, the proxy says once that it could not judge that exchange, and goes on."""
+    from aguikit.checker import StreamCheck
+
+    def broken(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug in the judging")
+
+    monkeypatch.setattr(StreamCheck, "feed", broken)
+    with serve() as agent:
+        url = agent.add("/agent", Route(_sse(HELLO)))
+        with _proxy(url) as (proxy, out):
+            first, sent = _raw(proxy + "/", {})
+            second, again = _raw(proxy + "/", {})
+            printed = out.getvalue()
+
+    assert 200 == first.status_code == second.status_code
+    assert b"".join(_sse(HELLO)) == sent == again
+    assert 2 == printed.count("could not judge this exchange (RuntimeError: a bug in the judging)")
