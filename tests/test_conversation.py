@@ -41,7 +41,10 @@ from aguikit.conversation import (
 )
 from aguikit.errors import DecodeError
 from aguikit.proto import encode_message
+from aguikit.testing import AgentTestClient, ScriptedAgent
 from aguikit.transport.proto import encode_frame
+
+pytest_plugins = ("pytester",)
 
 HERE = Path(__file__).resolve().parent
 BROWSER_HAR = HERE / "conversations" / "browser.har"
@@ -345,10 +348,23 @@ def test_a_thread_rule_fires_on_its_sentence_and_nothing_fires_on_the_conforming
 
 
 def test_every_thread_rule_has_a_case() -> None:
-    """Each ``R`` row but the reader's own (``R001``, tested below) is exercised above."""
-    rows = {r for r in RULES_BY_ID if r.startswith("AGUI-R")} - {"AGUI-R001"}
+    """Each ``R`` row but the reader's own (``R001``, ``R014``: tested below) is exercised
+    above."""
+    rows = {r for r in RULES_BY_ID if r.startswith("AGUI-R")} - {"AGUI-R001", "AGUI-R014"}
 
     assert rows == set(CASES)
+
+
+def test_a_newer_consumers_additions_are_not_invalid_input() -> None:
+    """AGUI-R002 judges an undeclared member of a 1.1 request, not of a newer one's."""
+
+    def judged(version: str) -> list[str]:
+        request = _request("r1", USER, protocolVersion=version, newThing={"a": 1})
+        exchange = _ex(request, _started("r1"), _finished("r1"))
+        return [f.rule for f in _findings([exchange])]
+
+    assert ["AGUI-R002"] == judged("1.1")
+    assert [] == judged("1.2")
 
 
 def test_the_findings_locate_the_exchange_the_request_member_and_the_event() -> None:
@@ -402,6 +418,24 @@ def test_an_encrypted_value_moved_to_another_message_is_not_returned() -> None:
     ] == [(f.rule, f.pointer) for f in _findings([first, moved]) if f.rule.startswith("AGUI-R")]
 
 
+def test_a_tool_calls_encrypted_value_comes_back_on_that_tool_call() -> None:
+    """AGUI-R006 on a tool call: the pointer names the call inside its message."""
+    sealed = {**SEALED, "subtype": "tool-call", "entityId": "c1"}
+    first = _ex(_request("r1", USER), _started("r1"), *_said(), *CALLED, sealed, _finished("r1"))
+    tool = {"id": "t9", "role": "tool", "toolCallId": "c1", "content": "yes"}
+    kept = [{**CALL["toolCalls"][0], "encryptedValue": "c2ln", "encryptedValueType": "acme.sig"}]
+    returned = _ex(
+        _request("r2", USER, {**CALL, "toolCalls": kept}, tool), _started("r2"), _finished("r2")
+    )
+    dropped = _ex(_request("r2", USER, CALL, tool), _started("r2"), _finished("r2"))
+
+    assert [] == [f.rule for f in _findings([first, returned])]
+    assert [
+        "/messages/1/toolCalls/0/encryptedValue",
+        "/messages/1/toolCalls/0/encryptedValueType",
+    ] == [f.pointer for f in _findings([first, dropped]) if f.rule == "AGUI-R006"]
+
+
 def test_token_usage_is_judged_per_exchange_by_the_stream_rule() -> None:
     """lifecycle "Token usage": the per-stream AGUI-K009 holds inside a conversation too."""
     usage = [{"inputTokens": 10, "cachedInputTokens": 900, "outputTokens": 5}]
@@ -415,6 +449,21 @@ def test_token_usage_is_judged_per_exchange_by_the_stream_rule() -> None:
         finding.event,
         finding.pointer,
     )
+
+
+def test_after_a_failed_run_the_client_may_drop_what_it_streamed() -> None:
+    """A run that ended in RUN_ERROR: its partial message left out of the next request and
+    its state change undone are the client's decision, not AGUI-R009 or AGUI-R013."""
+    failed = _ex(
+        _request("r1", USER),
+        _started("r1"),
+        *_said(),
+        {"type": "STATE_SNAPSHOT", "snapshot": {"half": True}},
+        {"type": "RUN_ERROR", "message": "model overloaded"},
+    )
+    retried = _ex(_request("r2", USER), _started("r2"), _finished("r2"))
+
+    assert ["AGUI-K007"] == [f.rule for f in _findings([failed, retried])]
 
 
 def test_threads_are_judged_apart_when_their_exchanges_interleave() -> None:
@@ -539,6 +588,20 @@ def _timed(frames: list[bytes]) -> tuple[bytes, list[Wire]]:
     return body, events
 
 
+def test_a_response_body_the_browser_did_not_keep_is_noted_not_judged() -> None:
+    """AGUI-R014: devtools may leave a streamed body out; that is not an empty stream, and
+    the next request answers the run before it."""
+    document = json.loads(BROWSER_HAR.read_text())
+    del document["log"]["entries"][3]["response"]["content"]["text"]
+    recording = read_har("x.har", data=json.dumps(document).encode())
+
+    report = check_exchanges(recording.exchanges, "x.har")
+
+    assert [False] == [e.captured for e in recording.exchanges][1:]
+    assert [("AGUI-R014", 2), ("AGUI-R003", 2)] == [(f.rule, f.exchange) for f in report.findings]
+    assert Severity.INFO is report.findings[0].severity
+
+
 def test_an_aguikit_recording_keeps_per_event_timing_and_protobuf_bodies(tmp_path: Path) -> None:
     """The contract's custom fields: event ends and times; a binary body in base64."""
     first_events = [_started("r1"), *_said(), _finished("r1")]
@@ -648,6 +711,20 @@ def test_a_request_body_that_is_not_json_is_a_located_finding() -> None:
         finding.pointer,
     )
     assert "not JSON" in finding.message
+
+
+def test_every_post_an_aguikit_recording_holds_is_an_exchange() -> None:
+    """A request the proxy forwarded is a run whatever its body: not picked by shape."""
+    entry = _entry({"threadId": "t1", "runId": "r1"}, sse_bytes([_started("r1")]))
+    browser = {**entry}
+    del browser["_aguikit"]
+
+    recorded = read_har("r.har", data=json.dumps(_recording([entry])).encode())
+    exported = read_har("b.har", data=json.dumps(_recording([browser])).encode())
+
+    assert (1, 0) == (len(recorded.exchanges), recorded.skipped)
+    assert (0, 1) == (len(exported.exchanges), exported.skipped)
+    assert "AGUI-R002" in {f.rule for f in check_exchanges(recorded.exchanges, "r").findings}
 
 
 def test_the_framing_follows_the_content_type() -> None:
@@ -767,3 +844,158 @@ def test_the_conforming_cases_do_not_share_state() -> None:
         _findings(conforming)
 
     assert before == CASES
+
+
+# --- hostile input -----------------------------------------------------------------------------
+
+_ODD_VALUES: list[Any] = [None, 7, "x", [], {}, [[]], {"id": []}, [{"id": {}}]]
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*path, index))
+    return found
+
+
+def _replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    copied = copy.deepcopy(value)
+    holder = copied
+    for step in path[:-1]:
+        holder = holder[step]
+    holder[path[-1]] = new
+    return copied
+
+
+@pytest.mark.parametrize("rule", sorted(CASES), ids=sorted(CASES))
+def test_a_request_of_any_shape_is_a_finding_never_an_exception(rule: str) -> None:
+    """Every member of every request of a rule's two conversations replaced by values of
+    other types (unhashable ids included): the judge reports, it never raises."""
+    judged = 0
+    for conversation in CASES[rule]:
+        for index, exchange in enumerate(conversation):
+            for path in _paths(exchange["request"]):
+                for value in _ODD_VALUES:
+                    mutated = list(conversation)
+                    request = _replaced(exchange["request"], path, value)
+                    mutated[index] = {**exchange, "request": request}
+                    check_exchanges(exchanges_of_example(mutated), "hostile.har")
+                    judged += 1
+
+    assert judged > len(_ODD_VALUES)
+
+
+def test_a_har_of_any_shape_is_read_or_refused_with_its_rule() -> None:
+    """Every member of a recording replaced by values of other types: an exchange fewer,
+    or AGUI-R001, never another exception."""
+    document = json.loads(BROWSER_HAR.read_text())
+    outcomes = set()
+    for path in _paths(document):
+        if len(path) > 5:  # the request and response members, not every header's letter
+            continue
+        for value in (None, 7, "x", [], {}):
+            data = json.dumps(_replaced(document, path, value)).encode()
+            try:
+                recording = read_har("odd.har", data=data)
+            except DecodeError as refused:
+                assert "AGUI-R001" == refused.rule
+                outcomes.add("refused")
+                continue
+            check_exchanges(recording.exchanges, "odd.har")
+            outcomes.add(len(recording.exchanges))
+
+    assert {"refused", 0, 1, 2} <= outcomes
+
+
+# --- the test kit ------------------------------------------------------------------------------
+
+
+def _asking_agent() -> Any:
+    return ScriptedAgent(
+        [
+            _started("r1"),
+            {**_finished("r1"), "outcome": ASKED},
+        ]
+    )
+
+
+def test_the_test_kits_conversation_fails_a_turn_that_breaks_a_thread_rule() -> None:
+    """AgentTestClient.conversation(): continuing past an interrupt fails with AGUI-R003;
+    answering it passes; the refused turn is an exchange too."""
+    conversation = AgentTestClient(_asking_agent()).conversation(thread_id="t1")
+    conversation.run("book it")
+
+    with pytest.raises(AssertionError, match=r"exchange 2 request: AGUI-R003 at /resume"):
+        conversation.run("well?")
+    conversation.run(resume=[{"interruptId": "i1", "status": "cancelled"}])
+
+    assert 3 == len(conversation.exchanges)
+    assert 2 == len(conversation.results)
+
+
+def test_an_unverified_conversation_keeps_the_thread_problems_in_the_result() -> None:
+    """With verify=False the turn returns, its problems naming the thread rule."""
+    conversation = AgentTestClient(_asking_agent(), verify=False).conversation(thread_id="t1")
+    conversation.run("book it")
+    second = conversation.run(resume=[{"interruptId": "nope", "status": "cancelled"}])
+
+    assert [
+        "AGUI-R004",
+        "AGUI-R003",
+    ] == [line.split(": ", 1)[1].split()[0] for line in second.problems]
+
+
+def test_a_pytest_plugin_user_gets_the_thread_rules(pytester: pytest.Pytester) -> None:
+    """The ``agui_client`` fixture's conversations judge each turn by the thread rules."""
+    from tests.test_pytest_plugin import PLUGIN_ARGS
+
+    pytester.makepyfile(
+        test_thread="""
+from aguikit.testing import ScriptedAgent
+
+ASKS = ScriptedAgent([
+    {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1", "protocolVersion": "1.1"},
+    {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1",
+     "outcome": {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval"}]}},
+])
+
+
+def test_forgets_the_interrupt(agui_client):
+    conversation = agui_client(ASKS).conversation(thread_id="t1")
+    conversation.run("book it")
+    conversation.run("well?")
+"""
+    )
+
+    result = pytester.runpytest(*PLUGIN_ARGS)
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*exchange 2 request: AGUI-R003 at /resume*"])
+
+
+def test_a_real_servers_frontend_tool_call_must_be_answered_in_the_next_turn() -> None:
+    """examples/weather_todo_server.py calls the frontend's confirm_todo and names no
+    pendingToolCallIds: the call is pending all the same (AGUI-R007 derives it), and the
+    turn that answers it passes."""
+    from tests.test_agent import WEATHER
+
+    app = WEATHER.app
+    confirm = {"name": "confirm_todo", "description": "Ask the user", "parameters": {}}
+    forgetful = AgentTestClient(app, path="/agent").conversation()
+    forgetful.run("What's the weather in Oslo?", tools=[confirm])
+    with pytest.raises(AssertionError, match=r"exchange 2 request: AGUI-R007 at /messages"):
+        forgetful.run("and?", tools=[confirm])
+
+    careful = AgentTestClient(app, path="/agent").conversation()
+    first = careful.run("What's the weather in Oslo?", tools=[confirm])
+    (call,) = [c for c in first.tool_calls if c.name == "confirm_todo"]
+    careful.add_tool_result(call.id, "confirmed")
+    second = careful.run(tools=[confirm])
+
+    assert "Thanks, noted: confirmed." in second.text()

@@ -69,6 +69,10 @@ EXPECTED: dict[str, list[str]] = {
         "Thanks, noted: confirmed.",  # ... the second turn
         "['get_weather']",  # ... and the capabilities the example declares
     ],
+    "ScriptedAgent": [
+        "- exchange 2 request: AGUI-R003 at /resume:",  # the thread rule fails the turn
+        "3 exchanges",
+    ],
 }
 """What a snippet holding the key prints, beyond running without an error."""
 
@@ -262,9 +266,54 @@ def _command_block() -> list[str]:
     return _sh_block("aguikit ")
 
 
+def _demo_har(demo: bytes) -> str:
+    """The demo run as the one exchange of a HAR file, the request that asked for it."""
+    request = {
+        "threadId": "thread-trip-42",
+        "runId": "run-1",
+        "messages": [],
+        "state": {},
+        "protocolVersion": "1.0",
+    }
+    entry = {
+        "startedDateTime": "2025-01-01T10:00:00.000Z",
+        "time": 1.0,
+        "request": {
+            "method": "POST",
+            "url": "http://127.0.0.1:8000/agent",
+            "httpVersion": "HTTP/1.1",
+            "headers": [],
+            "queryString": [],
+            "cookies": [],
+            "headersSize": -1,
+            "bodySize": -1,
+            "postData": {"mimeType": "application/json", "text": json.dumps(request)},
+        },
+        "response": {
+            "status": 200,
+            "statusText": "OK",
+            "httpVersion": "HTTP/1.1",
+            "headers": [],
+            "cookies": [],
+            "content": {
+                "size": len(demo),
+                "mimeType": "text/event-stream",
+                "text": demo.decode("utf-8"),
+            },
+            "redirectURL": "",
+            "headersSize": -1,
+            "bodySize": -1,
+        },
+        "cache": {},
+        "timings": {"send": 0, "wait": 0, "receive": 1},
+    }
+    return json.dumps({"log": {"version": "1.2", "creator": {"name": "test"}, "entries": [entry]}})
+
+
 def test_every_command_of_the_readme_runs_as_written(tmp_path: Path) -> None:
     """In a directory holding the ``stream.sse`` and ``stream.jsonl`` the commands name
-    (the bundled demo run, in both framings), each command exits 0."""
+    (the bundled demo run, in both framings), and ``conversation.har`` (the demo as one
+    exchange of a HAR file), each command exits 0."""
     import os
     import subprocess
     import sys
@@ -277,6 +326,7 @@ def test_every_command_of_the_readme_runs_as_written(tmp_path: Path) -> None:
     (tmp_path / "stream.jsonl").write_text(
         "".join(encode_line(event) for event in iter_events([demo])), encoding="utf-8"
     )
+    (tmp_path / "conversation.har").write_text(_demo_har(demo), encoding="utf-8")
     bin_dir = str(Path(sys.executable).parent)
     env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
     commands = _command_block()

@@ -1504,8 +1504,9 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "AGUI-R007",
         "pending-tool-call-unanswered",
-        "The tool calls a successful run left pending (its pendingToolCallIds) are answered "
-        "by tool messages in the thread's next request",
+        "The tool calls a successful run left pending (its pendingToolCallIds, or the calls "
+        "it made that no result answered) are answered by tool messages in the thread's next "
+        "request",
         'spec 1.1 events/tool-calls, Frontend tools: "A thread that continues MUST answer '
         'every one of them first"',
         "run '{entity_id}' left tool calls {missing} pending; this request carries no tool "
@@ -1653,6 +1654,19 @@ RULES: Final[tuple[Rule, ...]] = (
             _ex(_in("r2", _USER, state={"step": 1}), _rs11("r2"), _rf("r2")),
         ),
         severity=Severity.WARNING,
+        stage=Stage.CONVERSATION,
+    ),
+    Rule(
+        "AGUI-R014",
+        "response-not-recorded",
+        "A conversation's response body is recorded: an entry without it (devtools may leave "
+        "out a streamed body it did not keep) is not judged, and the next request is held to "
+        "the run before it",
+        "HAR 1.2, content.text: optional; aguikit: nothing can be said of a body not kept",
+        "the response body was not recorded (the HAR entry's content has no text): its "
+        "events are not judged",
+        (_ex(_in("r1", _USER), status=200, response=None),),
+        severity=Severity.INFO,
         stage=Stage.CONVERSATION,
     ),
 )

@@ -339,7 +339,8 @@ class SourceReport:
     def add(self, finding: Finding) -> Finding:
         """Record ``finding``, folded into an identical earlier one (same rule, code,
         pointer and message) so a vendor field on every event is one line, not 2,000."""
-        key = (finding.rule, finding.code, finding.pointer, finding.message)
+        # A conversation's exchanges stay apart: each is a request someone sent.
+        key = (finding.rule, finding.code, finding.pointer, finding.message, finding.exchange)
         earlier = self._groups.get(key)
         if earlier is not None:
             earlier.count += 1

@@ -52,6 +52,7 @@ from typing import Any, Final
 import attrs
 
 from ._generated.models import Interrupt
+from ._generated.registry import PROTOCOL_VERSION
 from .agent import interrupt_expired
 from .catalogue import Severity, render_message
 from .checker import (
@@ -94,6 +95,7 @@ FRAMINGS: Final[Mapping[str, str]] = {
 """The response framing each content type names (the transports' own media types)."""
 
 _INPUT_KEYS: Final = ("threadId", "runId", "messages")
+_OWN_VERSION: Final = version_key(PROTOCOL_VERSION)
 
 
 # --- the exchanges -------------------------------------------------------------------------
@@ -140,6 +142,12 @@ class Exchange:
     started: datetime.datetime | None = None
     times: tuple[EventTime, ...] = ()
     complete: bool = True
+    timings: tuple[tuple[str, float], ...] = ()
+    """The HAR entry's ``timings`` (``send``, ``wait``, ``receive``... in ms): a browser's
+    export has no per-event time, only these."""
+    captured: bool = True
+    """Whether the response body was recorded at all: a browser's export may leave out a
+    streamed body it did not keep (``content`` without ``text``)."""
 
     @classmethod
     def of(
@@ -208,12 +216,15 @@ def threads(exchanges: Iterable[Exchange]) -> dict[str | None, list[Exchange]]:
 def exchanges_of_example(example: Sequence[Mapping[str, Any]]) -> list[Exchange]:
     """
     The exchanges of a catalogue row's example: ``{"request": ..., "response": [events],
-    "status": ...}`` each, the events written as SSE frames.
+    "status": ...}`` each, the events written as SSE frames (``"response": null``: a body
+    that was not recorded).
     """
     out = []
     for number, item in enumerate(example, 1):
-        body = b"".join(encode_bytes(event) for event in item.get("response", ()))
-        out.append(Exchange.of(number, item.get("request"), body, status=item.get("status", 200)))
+        events = item.get("response")
+        body = b"".join(encode_bytes(event) for event in events or ())
+        exchange = Exchange.of(number, item.get("request"), body, status=item.get("status", 200))
+        out.append(exchange if events is not None else attrs.evolve(exchange, captured=False))
     return out
 
 
@@ -302,7 +313,7 @@ def _times(custom: Any) -> tuple[tuple[EventTime, ...], bool]:
     if not isinstance(custom, dict):
         return (), True
     times = []
-    for item in custom.get("events") or ():
+    for item in _objects(custom.get("events")):
         if isinstance(item, dict) and isinstance(item.get("end"), int):
             up, down = item.get("upstreamMs"), item.get("downstreamMs")
             times.append(
@@ -315,22 +326,37 @@ def _times(custom: Any) -> tuple[tuple[EventTime, ...], bool]:
     return tuple(times), custom.get("complete") is not False
 
 
-def _agui_request(request: Mapping[str, Any]) -> tuple[bool, Any, str | None]:
-    """Whether a HAR request is an AG-UI run (by shape), its decoded body and its text."""
+def _timings(value: Any) -> tuple[tuple[str, float], ...]:
+    if not isinstance(value, dict):
+        return ()
+    return tuple(
+        (str(k), float(v))
+        for k, v in value.items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    )
+
+
+def _agui_request(request: Mapping[str, Any], recorded: bool) -> tuple[bool, Any, str | None]:
+    """
+    Whether a HAR request is an AG-UI run, its decoded body and its text.  A browser's
+    entry is picked by shape; an entry aguikit recorded (``recorded``: it has ``_aguikit``)
+    is a run whatever its body, so a request the proxy forwarded that is not valid input
+    is still judged (``AGUI-R002``).
+    """
     if str(request.get("method", "")).upper() != "POST":
         return False, None, None
     post = request.get("postData")
     text = post.get("text") if isinstance(post, dict) else None
     if not isinstance(text, str):
-        return False, None, None
+        return recorded, None, None
     try:
         body = loads(text)
     except DecodeError:
         # Not JSON: an AG-UI run only if it was sent as JSON to look like one.
         media = str(post.get("mimeType", "")) if isinstance(post, dict) else ""
-        return "json" in media.lower() and "threadId" in text, None, text
+        return recorded or ("json" in media.lower() and "threadId" in text), None, text
     shaped = isinstance(body, dict) and all(key in body for key in _INPUT_KEYS)
-    return shaped, body, text
+    return recorded or shaped, body, text
 
 
 def read_har(source: str | Path, *, data: bytes | None = None) -> Recording:
@@ -370,7 +396,8 @@ def read_har(source: str | Path, *, data: bytes | None = None) -> Recording:
         if not isinstance(request, dict) or not isinstance(response, dict):
             skipped += 1
             continue
-        shaped, body, text_sent = _agui_request(request)
+        custom = entry.get("_aguikit")
+        shaped, body, text_sent = _agui_request(request, isinstance(custom, dict))
         if not shaped:
             skipped += 1
             continue
@@ -381,7 +408,7 @@ def read_har(source: str | Path, *, data: bytes | None = None) -> Recording:
         if not isinstance(media, str) or not media:
             media = _header(response_headers, "content-type")
         status = response.get("status")
-        times, complete = _times(entry.get("_aguikit"))
+        times, complete = _times(custom)
         exchanges.append(
             Exchange(
                 len(exchanges) + 1,
@@ -397,6 +424,8 @@ def read_har(source: str | Path, *, data: bytes | None = None) -> Recording:
                 started=_started(entry.get("startedDateTime")),
                 times=times,
                 complete=complete,
+                timings=_timings(entry.get("timings")),
+                captured=isinstance(content.get("text"), str),
             )
         )
     return Recording(name, tuple(exchanges), skipped, cut)
@@ -438,8 +467,6 @@ class _Judged:
     """One exchange after the checker's pass: what the thread rules read."""
 
     exchange: Exchange
-    request_ok: bool
-    report: SourceReport | None = None
     session: _Watching | None = None
 
     @property
@@ -462,13 +489,14 @@ class _Thread:
     def add(
         self,
         rule: str,
-        exchange: int,
+        exchange: int | None,
         message: str,
         *,
         pointer: str | None = None,
         event: int | None = None,
         event_type: str | None = None,
         kind: str | None = None,
+        byte_offset: int | None = None,
     ) -> None:
         config = self.config
         if not config.enabled(rule):
@@ -488,6 +516,7 @@ class _Thread:
                 event,
                 event_type,
                 pointer,
+                byte_offset=byte_offset,
                 exchange=exchange,
             )
         )
@@ -495,7 +524,13 @@ class _Thread:
     # -- one exchange ---------------------------------------------------------------------
 
     def request(self, exchange: Exchange) -> bool:
-        """``AGUI-R002`` and the consumer's side of ``AGUI-R010``; whether it is valid."""
+        """
+        ``AGUI-R002`` and the consumer's side of ``AGUI-R010``; whether it is valid.
+
+        Strict (the schema is exact: an undeclared member is the consumer's to strip
+        before sending), except for a request declaring a newer version than aguikit
+        speaks, whose additions are legal in its version.
+        """
         number, body = exchange.number, exchange.request
         if not isinstance(body, dict):
             detail = (
@@ -508,7 +543,12 @@ class _Thread:
             self.add("AGUI-R002", number, render_message("AGUI-R002", detail=detail), pointer="")
             return False
         valid = True
-        for issue in iter_schema_errors(body, "RunAgentInput"):
+        # A newer consumer's request may carry members this schema does not know yet:
+        # legal in its version, so only what this schema declares is judged there.
+        declared = body.get("protocolVersion")
+        key = version_key(declared) if isinstance(declared, str) else None
+        strict = key is None or _OWN_VERSION is None or key <= _OWN_VERSION
+        for issue in iter_schema_errors(body, "RunAgentInput", strict=strict):
             valid = False
             self.add(
                 "AGUI-R002",
@@ -529,9 +569,12 @@ class _Thread:
 
     def response(self, exchange: Exchange, valid: bool) -> _Judged:
         """The checker's pass over the response, its findings moved into this report."""
-        judged = _Judged(exchange, valid)
+        judged = _Judged(exchange)
         if not 200 <= exchange.status < 300:
             return judged  # refused: nothing streamed (AGUI-R011 judges why, below)
+        if not exchange.captured:
+            self.add("AGUI-R014", exchange.number, render_message("AGUI-R014"))
+            return judged  # nothing to judge, and no run the next request can be held to
         body = exchange.request if valid else {}
         prior = []
         for item in body.get("messages", ()):
@@ -588,7 +631,7 @@ class _Thread:
                     pointer="/protocolVersion",
                     event_type="RUN_STARTED",
                 )
-        judged.report, judged.session = report, session
+        judged.session = session
         self.snapshots(exchange.number, session)
         return judged
 
@@ -611,18 +654,29 @@ class _Thread:
     # -- across exchanges -----------------------------------------------------------------
 
     def follows(self, before: _Judged, after: Exchange) -> None:
-        """Everything ``after``'s request owes the run ``before`` answered with."""
+        """
+        Everything ``after``'s request owes the run ``before`` answered with.
+
+        After a run that failed (``RUN_ERROR``) only the resume list is judged: what a
+        client keeps of a failed run's messages and state is its own decision.
+        """
         session, body, number = before.session, after.request, after.number
         assert session is not None and isinstance(body, dict)
         run = session.runs[-1]
         interrupts = run.interrupts if run.status == "interrupted" else ()
         self.resume(number, run.run_id, interrupts, body, after.started)
+        if run.status == "error":
+            return
         self.pending(number, before, body, interrupts)
-        sent = [m for m in body.get("messages") or () if isinstance(m, dict)]
+        sent = _objects(body.get("messages"))
         expected = [m for m in before.messages() if m.get("role") != "activity"]
         for detail, pointer in _disagreements(expected, sent, "request"):
             self.add(
-                "AGUI-R009", number, render_message("AGUI-R009", detail=detail), pointer=pointer
+                "AGUI-R009",
+                number,
+                render_message("AGUI-R009", detail=detail),
+                pointer=pointer,
+                event_type="RunAgentInput",
             )
         self.encrypted(number, expected, sent)
         state = body.get("state", {})
@@ -645,12 +699,13 @@ class _Thread:
         started: datetime.datetime | None,
     ) -> None:
         """``AGUI-R003``-``R005``: the resume list against the interrupts left open."""
-        entries = [e for e in body.get("resume") or () if isinstance(e, dict)]
+        entries = _objects(body.get("resume"))
         open_ids = {i.id: i for i in interrupts}
         covered: set[str] = set()
         now = started or datetime.datetime.now(datetime.UTC)
         for index, entry in enumerate(entries):
             target = entry.get("interruptId")
+            target = target if isinstance(target, str) else None
             pointer = f"/resume/{index}/interruptId"
             if target not in open_ids:
                 why = (
@@ -694,25 +749,48 @@ class _Thread:
     def pending(
         self, number: int, before: _Judged, body: Mapping[str, Any], interrupts: Sequence[Interrupt]
     ) -> None:
-        """``AGUI-R007``: the success outcome's pending calls, answered by tool messages."""
-        assert before.session is not None
-        finished = before.session.finished
+        """
+        ``AGUI-R007``: the tool calls a successful run left pending, answered by tool
+        messages.  Pending are the outcome's ``pendingToolCallIds`` and, the list being
+        optional ("a consumer that needs to know derives" them, the tool calls page), the
+        calls the run made that no result answered, as ``Agent`` derives them; a call an
+        interrupt asks about is answered by its resume entry instead.
+        """
+        session = before.session
+        assert session is not None
+        finished = session.finished
         outcome = finished[-1].get("outcome") if finished else None
-        if not isinstance(outcome, dict) or outcome.get("type") != "success":
+        if session.runs[-1].status != "finished" or (
+            isinstance(outcome, dict) and outcome.get("type") != "success"
+        ):
             return
-        listed = [c for c in outcome.get("pendingToolCallIds") or () if isinstance(c, str)]
+        listed = outcome.get("pendingToolCallIds") if isinstance(outcome, dict) else None
+        pending = [c for c in listed if isinstance(c, str)] if isinstance(listed, list) else []
+        held = before.messages()
+        asked = before.exchange.request
+        earlier = {
+            _ident(call)
+            for message in _objects(asked.get("messages") if isinstance(asked, dict) else None)
+            for call in _objects(message.get("toolCalls"))
+        }
+        results = {m.get("toolCallId") for m in held if m.get("role") == "tool"}
+        for message in held:
+            for call in _objects(message.get("toolCalls")):
+                ident = _ident(call)
+                if ident not in earlier and ident not in results and ident not in pending:
+                    pending.append(str(ident))
         gated = {i.tool_call_id for i in interrupts}
         answered = {
             m.get("toolCallId")
-            for m in body.get("messages") or ()
-            if isinstance(m, dict) and m.get("role") == "tool"
+            for m in _objects(body.get("messages"))
+            if m.get("role") == "tool" and isinstance(m.get("toolCallId"), str)
         }
-        missing = [c for c in listed if c not in answered and c not in gated]
+        missing = [c for c in pending if c not in answered and c not in gated]
         if missing:
             self.add(
                 "AGUI-R007",
                 number,
-                render_message("AGUI-R007", entity_id=finished[-1].get("runId"), missing=missing),
+                render_message("AGUI-R007", entity_id=session.runs[-1].run_id, missing=missing),
                 pointer="/messages",
                 event_type="RunAgentInput",
             )
@@ -721,21 +799,21 @@ class _Thread:
         self, number: int, expected: list[dict[str, Any]], sent: list[dict[str, Any]]
     ) -> None:
         """``AGUI-R006``: every encrypted artefact back, unmodified, on its entity."""
-        where = {m.get("id"): (i, m) for i, m in enumerate(sent)}
+        where = {_ident(m): (i, m) for i, m in enumerate(sent) if _ident(m) is not None}
         for message in expected:
-            found = where.get(message.get("id"))
+            found = where.get(_ident(message))
             if found is None:
                 continue  # dropped altogether: AGUI-R009 says so
             index, back = found
             pairs = [(f"message '{message.get('id')}'", message, back, f"/messages/{index}")]
             calls = {
-                c.get("id"): (n, c)
-                for n, c in enumerate(back.get("toolCalls") or ())
+                _ident(c): (n, c)
+                for n, c in enumerate(_objects(back.get("toolCalls")))
                 if isinstance(c, dict)
             }
-            for call in message.get("toolCalls") or ():
-                if isinstance(call, dict) and call.get("id") in calls:
-                    n, returned = calls[call.get("id")]
+            for call in _objects(message.get("toolCalls")):
+                if _ident(call) is not None and _ident(call) in calls:
+                    n, returned = calls[_ident(call)]
                     pairs.append(
                         (
                             f"tool call '{call.get('id')}'",
@@ -805,6 +883,23 @@ class _Thread:
                     )
 
 
+def _objects(value: Any) -> list[dict[str, Any]]:
+    """
+    The objects of a JSON array, each at its index (anything else in it as ``{}``, so a
+    pointer still names the right element), nothing for anything but an array: a request
+    member a thread rule reads may be any JSON at all when the request is invalid.
+    """
+    if not isinstance(value, list):
+        return []
+    return [item if isinstance(item, dict) else {} for item in value]
+
+
+def _ident(item: Mapping[str, Any]) -> str | None:
+    """An entity's ``id`` when it is a string (an invalid one is AGUI-R002's business)."""
+    value = item.get("id")
+    return value if isinstance(value, str) else None
+
+
 def _refusal(item: _Judged) -> str | None:
     """How an exchange was refused before its run started, if it was."""
     status = item.exchange.status
@@ -849,16 +944,19 @@ def _disagreements(
     A snapshot may leave messages out (it replaces); a request may not.
     """
     prefix = "/messages"
-    ids = [m.get("id") for m in given]
-    seen: set[Any] = set()
-    for index, message_id in enumerate(ids):
+    seen: set[str] = set()
+    for index, message in enumerate(given):
+        message_id = _ident(message)
         if message_id in seen:
             yield f"message '{message_id}' appears twice", f"{prefix}/{index}"
-        seen.add(message_id)
-    held_ids = {m.get("id") for m in held}
-    positions = {m.get("id"): i for i, m in enumerate(given)}
+        if message_id is not None:
+            seen.add(message_id)
+    held_ids = {_ident(m) for m in held}
+    positions: dict[str | None, int] = {}
+    for index, message in enumerate(given):
+        positions.setdefault(_ident(message), index)
     for message in held:
-        message_id = message.get("id")
+        message_id = _ident(message)
         if message_id in positions:
             index = positions[message_id]
             other = given[index]
@@ -878,7 +976,8 @@ def _disagreements(
             (
                 i
                 for i, m in enumerate(given)
-                if m.get("id") not in held_ids
+                if _ident(m) is not None
+                and _ident(m) not in held_ids
                 and m.get("role") == message.get("role")
                 and _content(m) == _content(message)
             ),
@@ -891,7 +990,7 @@ def _disagreements(
             )
         elif what == "request":
             yield f"message '{message_id}' the client was sent is missing", prefix
-    common = [m.get("id") for m in held if m.get("id") in positions]
+    common = [_ident(m) for m in held if _ident(m) in positions]
     order = sorted(common, key=lambda i: positions[i])
     if common != order:
         first = next(a for a, b in zip(common, order, strict=True) if a != b)
@@ -957,30 +1056,17 @@ def check_recording(spec: str, config: CheckConfig | None = None) -> SourceRepor
         recording = read_har(spec)
     except DecodeError as broken:
         report = SourceReport(spec, kind="conversation", unreadable=str(broken))
-        if config.enabled("AGUI-R001"):
-            report.add(
-                Finding(
-                    "AGUI-R001",
-                    config.severity_of("AGUI-R001"),
-                    "decode",
-                    "AGUI-R001",
-                    broken.message,
-                    byte_offset=broken.byte_offset,
-                )
-            )
+        where = broken.byte_offset
+        _Thread(report, config, []).add(
+            "AGUI-R001", None, broken.message, kind="decode", byte_offset=where
+        )
         return report
     report = check_exchanges(recording.exchanges, spec, config)
-    if recording.cut is not None and config.enabled("AGUI-R001"):
-        report.add(
-            Finding(
-                "AGUI-R001",
-                config.severity_of("AGUI-R001"),
-                "decode",
-                "AGUI-R001",
-                recording.cut.message,
-                byte_offset=recording.cut.byte_offset,
-                exchange=len(recording.exchanges) + 1,
-            )
+    cut = recording.cut
+    if cut is not None:
+        after = len(recording.exchanges) + 1
+        _Thread(report, config, report.runs).add(
+            "AGUI-R001", after, cut.message, kind="decode", byte_offset=cut.byte_offset
         )
     return report
 

@@ -344,11 +344,14 @@ def judge_stream(
     )
 
 
-def _describe_request(finding: Finding) -> str:
-    """A thread rule's finding on a request, for an assertion message."""
+def _describe_thread(finding: Finding) -> str:
+    """A thread rule's finding (its exchange, the request or an event), for an assertion."""
+    place = "request" if finding.event is None else f"event {finding.event}"
+    if finding.event is not None and finding.event_type:
+        place += f" {finding.event_type}"
     label = "" if finding.severity is Severity.ERROR else f"{finding.severity.value} "
     field = f" at {finding.pointer}" if finding.pointer else ""
-    return f"{label}{finding.rule}{field}: {finding.message}"
+    return f"exchange {finding.exchange} {place}: {label}{finding.rule}{field}: {finding.message}"
 
 
 def _failure(label: str, problems: Iterable[str]) -> str:
@@ -637,9 +640,11 @@ class Conversation:
         report = check_exchanges(self.exchanges, self.client.url)
         number = len(self.exchanges)
         lines = tuple(
-            f"exchange {number} request: {_describe_request(f)}"
+            _describe_thread(f)
             for f in report.findings
-            if f.exchange == number and f.event is None and _counts(f, self.client.strict)
+            if f.exchange == number
+            and f.rule.startswith("AGUI-R")  # the stream's own: judged by the run already
+            and _counts(f, self.client.strict)
         )
         if lines:
             if self.client.verify:
