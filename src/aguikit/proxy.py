@@ -17,9 +17,9 @@ timing.  :class:`ProxyApp` sits on the wire instead:
   recovering session (:class:`aguikit.checker.StreamCheck`), each finding printed as it
   happens with its exchange and event; a bug in the judging is reported once and judging
   stops for that exchange, the forwarding never notices;
-* ``--record DIR`` writes each thread as a HAR 1.2 file (:class:`HarRecorder`, the
-  contract in ``docs/proxy.md``, "The recording"), with each event's arrival from upstream and its
-  departure downstream.
+* ``--record DIR`` writes each thread as a HAR 1.2 file (:class:`HarRecorder`; the
+  contract is ``docs/conversations.md``, "The recording format"), with each event's
+  arrival from upstream and its departure downstream.
 
 The HTTP is uvicorn's (server side) and httpx's (client side, through
 :func:`aguikit.transport.http.aforward`); nothing here parses HTTP.
@@ -137,7 +137,8 @@ class Flow:
     One request and its answer as they pass the proxy (mitmproxy's word for it): what the
     recording writes, what the thread rules judge once it ends, and what the summary
     counts.  Times are ``time.perf_counter`` seconds; ``events`` holds, per event,
-    ``(end, upstream_ms, downstream_ms)`` (``docs/proxy.md``, "The recording").
+    ``(end, upstream_ms, downstream_ms)`` (``docs/conversations.md``, "The recording
+    format").
     """
 
     number: int
@@ -288,7 +289,8 @@ def _safe_name(thread: str | None) -> str:
 class HarRecorder:
     """
     Writes each thread's exchanges to ``DIR/<thread id>.har`` (a file per thread, a new
-    name when one exists), incrementally (``docs/proxy.md``, "The recording").
+    name when one exists), incrementally (``docs/conversations.md``, "The recording
+    format").
 
     .. versionadded:: 0.5.0
     """
