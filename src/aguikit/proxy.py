@@ -396,6 +396,8 @@ class Summary:
     events: int = 0
     findings: dict[str, int] = attrs.Factory(dict)
     internal: int = 0
+    reading: bool = True
+    """Whether events are decoded at all (not when forwarding alone: no judging, no record)."""
 
     def render(self) -> str:
         """One line per rule found, worst first, then the totals."""
@@ -406,9 +408,9 @@ class Summary:
             rule = RULES_BY_ID[rule_id]
             lines.append(f"  {rule_id} {rule.symbol} ({rule.severity.value}): {count}")
         total = sum(self.findings.values())
-        head = (
-            f"aguikit proxy: {self.exchanges} exchanges, {self.events} events, "
-            f"{total} findings" + (f", {self.internal} judging failures" if self.internal else "")
+        events = f"{self.events} events" if self.reading else "events not read"
+        head = f"aguikit proxy: {self.exchanges} exchanges, {events}, {total} findings" + (
+            f", {self.internal} judging failures" if self.internal else ""
         )
         return "\n".join([head, *lines])
 
@@ -449,7 +451,7 @@ class ProxyApp:
         self.config = config or CheckConfig()
         self.validate = validate
         self.timeout = timeout
-        self.summary = Summary()
+        self.summary = Summary(reading=validate or record is not None)
         self.recorder: HarRecorder | None = None
         if record is not None:
             from . import __version__
