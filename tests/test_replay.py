@@ -243,3 +243,24 @@ def test_a_browser_har_replays_each_answer_whole() -> None:
     with serve_asgi(app) as url, httpx.stream("POST", url + "/", json={}) as response:
         body = response.read()
     assert app.answers[0].body == body
+
+
+def test_replaying_what_is_not_a_recording_is_a_clear_error(tmp_path: Path) -> None:
+    """Exit 2 naming the file and why, no traceback: a file cut before its first entry
+    (where), and HAR without a run."""
+    import sys
+
+    broken = tmp_path / "broken.har"
+    broken.write_text('{"log": {"entries": [')
+    empty = tmp_path / "empty.har"
+    empty.write_text('{"log": {"version": "1.2", "entries": []}}')
+    for path, why in ((broken, "ends inside entry 1"), (empty, "at least one recorded answer")):
+        done = subprocess.run(
+            [sys.executable, "-m", "aguikit", "proxy", "--replay", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert 2 == done.returncode, done.stderr
+        assert f"cannot replay {path}" in done.stderr and "Traceback" not in done.stderr
+        assert why in done.stderr, done.stderr

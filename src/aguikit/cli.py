@@ -753,7 +753,11 @@ def _run_proxy(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             drop=args.drop,
             drop_keepalives=args.drop_keepalives,
         )
-        replay = ReplayApp.open(Path(args.replay), faults)
+        try:
+            replay = ReplayApp.open(Path(args.replay), faults)
+        except (AguiError, ValueError) as unusable:
+            err.write(f"aguikit: cannot replay {args.replay}: {unusable}\n")
+            return EXIT_UNREADABLE
         serve(replay, host=args.host, port=args.port, out=out)
         return EXIT_OK
     app = ProxyApp(

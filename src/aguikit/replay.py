@@ -128,10 +128,13 @@ class ReplayApp:
         per-event timing (a browser's HAR) is one piece, sent at once.
 
         Raises:
-            DecodeError: The file is not HAR (``AGUI-R001``).
+            DecodeError: The file is not HAR, or was cut before its first exchange
+                (``AGUI-R001``, naming the byte offset).
             ValueError: It holds no AG-UI exchange.
         """
         recording = read_har(path)
+        if not recording.exchanges and recording.cut is not None:
+            raise recording.cut  # cut before its first exchange: say where
         return cls([Answer.of(exchange) for exchange in recording.exchanges], faults)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
