@@ -331,12 +331,22 @@ def test_the_proxy_command_prints_a_summary_when_stopped(tmp_path: Path) -> None
 def test_a_bug_in_the_judging_never_breaks_forwarding(monkeypatch: pytest.MonkeyPatch) -> None:
     """The live check raising on every event (a bug, simulated): the UI still gets every
     byte, the proxy says once that it could not judge that exchange, and goes on."""
-    from aguikit.checker import StreamCheck
+    import aguikit.proxy
 
-    def broken(self: Any, *args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("a bug in the judging")
+    class Broken:
+        """A live check whose every event raises (the checker's class is compiled in one
+        build, so the proxy's name for it is what is replaced)."""
 
-    monkeypatch.setattr(StreamCheck, "feed", broken)
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def feed(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("a bug in the judging")
+
+        def close(self, *args: Any, **kwargs: Any) -> Any:
+            return []
+
+    monkeypatch.setattr(aguikit.proxy, "StreamCheck", Broken)
     with serve() as agent:
         url = agent.add("/agent", Route(_sse(HELLO)))
         with _proxy(url) as (proxy, out):
