@@ -196,7 +196,7 @@ def typecheck(session: nox.Session) -> None:
     # The optional extras too: the server speaks Starlette (and Redis), interop the official
     # SDK, the pytest plugin pytest; the protobuf stubs type the generated agui_pb2.
     session.install(
-        "-e", ".[server,sdk,redis,testing]", "mypy", "types-jsonschema", "types-protobuf"
+        "-e", ".[server,sdk,redis,testing,proxy]", "mypy", "types-jsonschema", "types-protobuf"
     )
     session.run("mypy", "--strict", str(SRC))
 
