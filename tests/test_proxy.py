@@ -357,3 +357,23 @@ def test_a_bug_in_the_judging_never_breaks_forwarding(monkeypatch: pytest.Monkey
     assert 200 == first.status_code == second.status_code
     assert b"".join(_sse(HELLO)) == sent == again
     assert 2 == printed.count("could not judge this exchange (RuntimeError: a bug in the judging)")
+
+
+def test_each_chunk_reaches_the_ui_as_it_arrives(tmp_path: Path) -> None:
+    """An agent writing an event every 0.5 s: through the proxy the UI reads the first
+    long before the last (nothing held back), and the recording's times say the same
+    (bounds loose: only buffering, which would put them all at the end, fails)."""
+    with serve() as agent:
+        url = agent.add("/agent", Route(_sse(HELLO[:4]), delay=0.5))
+        with _proxy(url, tmp_path) as (proxy, _):
+            arrivals = []
+            start = time.monotonic()
+            with httpx.stream("POST", proxy + "/", json=RUN) as response:
+                for chunk in response.iter_raw():
+                    arrivals.append((time.monotonic() - start, chunk))
+
+    assert b"".join(_sse(HELLO[:4])) == b"".join(chunk for _, chunk in arrivals)
+    assert arrivals[-1][0] - arrivals[0][0] >= 0.75  # three 0.5 s pauses passed through
+    events = json.loads((tmp_path / "t1.har").read_text())["log"]["entries"][0]["_aguikit"]
+    downstream = [e["downstreamMs"] for e in events["events"]]
+    assert 4 == len(downstream) and downstream[-1] - downstream[0] >= 750
