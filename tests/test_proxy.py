@@ -377,3 +377,26 @@ def test_each_chunk_reaches_the_ui_as_it_arrives(tmp_path: Path) -> None:
     events = json.loads((tmp_path / "t1.har").read_text())["log"]["entries"][0]["_aguikit"]
     downstream = [e["downstreamMs"] for e in events["events"]]
     assert 4 == len(downstream) and downstream[-1] - downstream[0] >= 750
+
+
+def test_the_threads_kept_for_the_thread_rules_are_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With room for one thread, a thread another thread displaced is judged afresh when
+    it returns: its state no longer compared with a run the proxy has let go of."""
+    import aguikit.proxy
+
+    monkeypatch.setattr(aguikit.proxy, "THREADS_KEPT", 1)
+    events = [HELLO[0], {"type": "STATE_SNAPSHOT", "snapshot": {"n": 1}}, HELLO[4]]
+    version = {"protocolVersion": "1.1"}
+    with serve() as agent:
+        url = agent.add("/agent", Route(_sse(events)))
+        with _proxy(url) as (proxy, out):
+            httpx.post(proxy + "/", json={**RUN, **version})
+            httpx.post(proxy + "/", json={**RUN, **version, "threadId": "t2"})
+            _when(out, "[exchange 2] AGUI-R010")  # exchange 2's thread rules have run
+            httpx.post(proxy + "/", json={**RUN, **version, "runId": "r3"})
+            printed = _when(out, "[exchange 3] AGUI-R010")
+
+    assert "[exchange 3] AGUI-R010" in printed
+    assert "AGUI-R013" not in printed, printed

@@ -92,6 +92,11 @@ HTTP stack writes its own, so forwarding them would describe the wrong connectio
 _REQUEST_DROPPED: Final = HOP_BY_HOP | {b"host", b"content-length"}
 """``Host`` names the proxy, and httpx writes it (and the length) for the upstream."""
 
+THREADS_KEPT: Final = 1000
+"""How many threads' last exchange (request and answer) the proxy keeps for the thread
+rules; a thread quiet for longer than this many others is judged afresh when it returns,
+so memory stays bounded on a proxy that runs for days."""
+
 WRITE_INTERVAL: Final = 0.25
 """Seconds: a streaming entry is rewritten in its recording at most this often."""
 
@@ -622,7 +627,11 @@ class ProxyApp:
             else [attrs.evolve(before, number=1), attrs.evolve(current, number=2)]
         )
         if 200 <= flow.status < 300 and flow.complete:
-            self._threads[flow.thread_id] = current
+            threads = self._threads
+            threads.pop(flow.thread_id, None)  # the most recent thread goes last
+            threads[flow.thread_id] = current
+            while len(threads) > THREADS_KEPT:  # the least recently active thread goes
+                del threads[next(iter(threads))]
         report = check_exchanges(pair, flow.url, self.config)
         return [
             f
