@@ -400,3 +400,33 @@ def test_the_threads_kept_for_the_thread_rules_are_bounded(
 
     assert "[exchange 3] AGUI-R010" in printed
     assert "AGUI-R013" not in printed, printed
+
+
+def test_the_live_check_starts_from_what_the_request_sent() -> None:
+    """A result for a tool call the request's history made is no orphan (AGUI-K001), and
+    a delta to the state the request sent applies: live findings are what `aguikit check`
+    finds on the recording, which seeds its session the same way."""
+    history = [
+        {"id": "u1", "role": "user", "content": "weather?"},
+        {
+            "id": "a1",
+            "role": "assistant",
+            "toolCalls": [
+                {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}
+            ],
+        },
+    ]
+    events = [
+        HELLO[0],
+        {"type": "TOOL_CALL_RESULT", "messageId": "r1", "toolCallId": "c1", "content": "sun"},
+        {"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/n", "value": 2}]},
+        HELLO[4],
+    ]
+    body = {**RUN, "messages": history, "state": {"n": 1}, "protocolVersion": "1.1"}
+    with serve() as agent:
+        url = agent.add("/agent", Route(_sse(events)))
+        with _proxy(url) as (proxy, out):
+            httpx.post(proxy + "/", json=body)
+            printed = _when(out, "[exchange 1] AGUI-R010")  # the thread rules ran too
+
+    assert "AGUI-K001" not in printed and "AGUI-P001" not in printed, printed

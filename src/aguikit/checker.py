@@ -1279,15 +1279,23 @@ class StreamCheck:
     once (``aguikit proxy`` prints them while it forwards).
 
     The same recovering session and the same rows judge it, so a recorded stream checked
-    later finds what the live check found.  After ``max_errors`` errors it stops judging
-    (:attr:`stopped`) and ignores the rest.
+    later finds what the live check found; ``session`` as for :func:`check_bytes` (one
+    seeded with the request's messages and state, :func:`aguikit.conversation.seeded_session`).
+    After ``max_errors`` errors it stops judging (:attr:`stopped`) and ignores the rest.
 
     .. versionadded:: 0.5.0
     """
 
-    def __init__(self, name: str, config: CheckConfig | None = None, *, kind: str = "http") -> None:
+    def __init__(
+        self,
+        name: str,
+        config: CheckConfig | None = None,
+        *,
+        kind: str = "http",
+        session: Session | None = None,
+    ) -> None:
         self.report = SourceReport(name, kind=kind)
-        self._checker = _Checker(self.report, config or CheckConfig())
+        self._checker = _Checker(self.report, config or CheckConfig(), session)
         self._number = 0
         self.stopped = False
 

@@ -49,10 +49,11 @@ import httpx
 
 from .catalogue import RULES_BY_ID, render_message
 from .checker import CheckConfig, Finding, StreamCheck, Where
-from .conversation import Exchange, check_exchanges, check_request
+from .conversation import Exchange, check_exchanges, check_request, seeded_session
 from .errors import AguiError, DecodeError, TransportError
 from .jsonio import loads
 from .proto import decode_message
+from .session import Session
 from .transport.http import aforward, aread
 from .transport.jsonl import MEDIA_TYPE as JSONL_MEDIA_TYPE
 from .transport.jsonl import JSONLDecoder
@@ -60,6 +61,7 @@ from .transport.proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from .transport.proto import FrameDecoder
 from .transport.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
 from .transport.sse import SSEDecoder, frame_object
+from .validate import is_valid
 
 __all__ = [
     "Flow",
@@ -733,6 +735,13 @@ async def _disconnected(receive: Receive) -> None:
         pass
 
 
+def _seeded(flow: Flow) -> Session:
+    """The live check's session, starting from what the request sent (as
+    ``aguikit check`` on the recording starts it)."""
+    request = flow.request.request if flow.request is not None else None
+    return seeded_session(request if is_valid(request, "RunAgentInput") else {}, Session)
+
+
 def _findings(
     config: CheckConfig,
     rule: str,
@@ -771,7 +780,11 @@ class _Watch:
         if not proxy.validate and proxy.recorder is None:
             kind = None  # nothing reads the events: forwarding alone
         self.events = _Events(kind, exchange.url, proxy.config) if kind is not None else None
-        self.check = StreamCheck(exchange.url, proxy.config) if self.events is not None else None
+        self.check = (
+            StreamCheck(exchange.url, proxy.config, session=_seeded(exchange))
+            if self.events is not None and proxy.validate
+            else None
+        )
 
     def chunk(self, raw: bytes, upstream_ms: float, downstream_ms: float) -> None:
         exchange = self.exchange
