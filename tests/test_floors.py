@@ -77,6 +77,10 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.report": 18,
     # a thread of exchanges, judged by the check pass and the thread rules
     "aguikit.conversation": 19,
+    # on the wire: forwarding, replaying and diagnosing live traffic, over the conversation
+    "aguikit.proxy": 20,
+    "aguikit.replay": 20,
+    "aguikit.doctor": 20,
     "aguikit.cli": 20,
     "aguikit.__main__": 21,
     # testing helpers judge through the check pass; the pytest plugin sits on them

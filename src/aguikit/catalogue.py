@@ -1412,6 +1412,54 @@ RULES: Final[tuple[Rule, ...]] = (
         severity=Severity.WARNING,
         stage=Stage.TRANSPORT,
     ),
+    # -- the infrastructure between a UI and an agent (aguikit doctor) ----------------------
+    Rule(
+        "AGUI-N001",
+        "stream-buffered",
+        "Something between the agent and the UI releases the stream as it is produced: events "
+        "the agent stamped apart do not arrive together (fix: 'X-Accel-Buffering: no' from the "
+        "agent, 'proxy_buffering off;' in nginx, no response buffering in any proxy)",
+        "aguikit: streaming is the point of SSE; nginx proxy_buffering",
+        "{count} events arrived in one read {evidence}: the stream is buffered on the way",
+        (),
+        severity=Severity.WARNING,
+        stage=Stage.TRANSPORT,
+    ),
+    Rule(
+        "AGUI-N002",
+        "idle-timeout",
+        "A stream that is silent for a while is not cut before its run ends: a proxy's idle "
+        "timeout closes a silent connection (fix: a keep-alive comment more often than the "
+        "shortest idle timeout on the way, or a longer 'proxy_read_timeout')",
+        "aguikit: nginx proxy_read_timeout, load balancers' idle timeouts; WHATWG event-stream",
+        "the stream was cut after {seconds:.1f} s of silence, before its run ended",
+        (),
+        stage=Stage.TRANSPORT,
+    ),
+    Rule(
+        "AGUI-N003",
+        "stream-compressed",
+        "An event stream is not compressed on the way: a compressor holds bytes back until "
+        "its block fills (fix: 'gzip off;' or no text/event-stream in 'gzip_types' in nginx, "
+        "exclude text/event-stream from any compression middleware)",
+        "aguikit: nginx gzip, compression middleware; streaming needs every event flushed",
+        "the event stream arrived with Content-Encoding: {encoding}",
+        (),
+        severity=Severity.WARNING,
+        stage=Stage.TRANSPORT,
+    ),
+    Rule(
+        "AGUI-N004",
+        "http-1-0-downgrade",
+        "A stream is answered over HTTP/1.1 or later: HTTP/1.0 has no chunked encoding, so "
+        "the connection must close to end every answer (fix: 'proxy_http_version 1.1;' in "
+        "nginx, and the same in any proxy on the way)",
+        "RFC 9112 (chunked transfer coding is HTTP/1.1); nginx proxy_http_version",
+        "the answer came over {version}",
+        (),
+        severity=Severity.WARNING,
+        stage=Stage.TRANSPORT,
+    ),
     Rule(
         "AGUI-R001",
         "recording-unreadable",
@@ -1716,7 +1764,7 @@ class CatalogueError(Exception):
 RULES_BY_ID: Final[Mapping[str, Rule]] = MappingProxyType({rule.id: rule for rule in RULES})
 RULES_BY_SYMBOL: Final[Mapping[str, Rule]] = MappingProxyType({rule.symbol: rule for rule in RULES})
 
-_ID: Final = re.compile(r"^AGUI-[CDEKLPRSTVW]\d{3}$")
+_ID: Final = re.compile(r"^AGUI-[CDEKLNPRSTVW]\d{3}$")
 _FIELD: Final = re.compile(r"\{([a-z_]+)\}")
 
 

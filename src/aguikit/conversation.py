@@ -47,7 +47,7 @@ import datetime
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import attrs
 
@@ -575,23 +575,7 @@ class _Thread:
         if not exchange.captured:
             self.add("AGUI-R014", exchange.number, render_message("AGUI-R014"))
             return judged  # nothing to judge, and no run the next request can be held to
-        body = exchange.request if valid else {}
-        prior = []
-        for item in body.get("messages", ()):
-            try:
-                prior.append(parse_message(item))
-            except AguiError:
-                continue  # AGUI-R002 said so
-        state = body.get("state", {})
-        session = _Watching(
-            verify=True,
-            validate=True,
-            keep_delivered=False,
-            collect_issues=True,
-            recover=True,
-            messages=prior,
-            state=state,
-        )
+        session = seeded_session(exchange.request if valid else {}, _Watching)
         framing = exchange.framing
         if framing is None:
             self.add(
@@ -1069,3 +1053,48 @@ def check_recording(spec: str, config: CheckConfig | None = None) -> SourceRepor
             "AGUI-R001", after, cut.message, kind="decode", byte_offset=cut.byte_offset
         )
     return report
+
+
+_S = TypeVar("_S", bound=Session)
+
+
+def seeded_session(request: Any, kind: type[_S]) -> _S:
+    """
+    The checker's recovering session for a response, starting from what its request sent
+    (the messages that parse, and the state): a result for a call the history made, or a
+    delta to state the client sent, is then judged as the agent meant it.  ``kind`` is
+    :class:`~aguikit.session.Session` or a subclass; ``aguikit proxy`` judges each answer
+    live through one, as this module does afterwards.
+
+    .. versionadded:: 0.5.0
+    """
+    body = request if isinstance(request, dict) else {}
+    prior = []
+    for item in body.get("messages", ()):
+        try:
+            prior.append(parse_message(item))
+        except AguiError:
+            continue  # AGUI-R002 said so
+    return kind(
+        verify=True,
+        validate=True,
+        keep_delivered=False,
+        collect_issues=True,
+        recover=True,
+        messages=prior,
+        state=body.get("state", {}),
+    )
+
+
+def check_request(exchange: Exchange, config: CheckConfig | None = None) -> list[Finding]:
+    """
+    The request side of one exchange alone (``AGUI-R002``, and ``AGUI-R010`` for a request
+    declaring no version), for a caller that judges a request before its response exists
+    (``aguikit proxy`` prints them as the request passes); :func:`check_exchanges` applies
+    the same rules to a whole conversation.
+
+    .. versionadded:: 0.5.0
+    """
+    report = SourceReport("request", kind="conversation")
+    _Thread(report, config or CheckConfig(), []).request(exchange)
+    return report.findings
