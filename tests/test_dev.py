@@ -47,6 +47,7 @@ def _noxfile(monkeypatch: pytest.MonkeyPatch) -> Any:
         return lambda function: function
 
     fake.session = session  # type: ignore[attr-defined]
+    fake.parametrize = lambda *args, **kwargs: lambda function: function  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "nox", fake)
     spec = importlib.util.spec_from_file_location("aguikit_noxfile", REPO / "noxfile.py")
     assert spec is not None and spec.loader is not None
