@@ -39,10 +39,15 @@ serving once:
   the endpoint's own unless it is given one): each SSE frame carries its ``id:``, a client
   that lost its connection reconnects with ``Last-Event-ID`` (on any worker sharing the
   log) and gets what it missed, then the rest live; ``docs/resume.md`` is the protocol;
+* a client that stops reading is treated as gone once one write to it has waited
+  ``send_timeout`` seconds, and an ending answer waits for its follower at most
+  :data:`SETTLE_TIMEOUT` (a cancellation a library lost cannot hang it); a log that
+  cannot answer a claim or a resume check is a ``503``;
 * a run nobody follows any more is cancelled (the handler sees
-  :class:`asyncio.CancelledError` at its next ``await``) and nothing is written after
-  it: with a log, once ``resume_grace`` seconds pass with no reader (time for the client
-  to reconnect); with ``event_log=None``, the run is bound to its one connection (no
+  :class:`asyncio.CancelledError` at its next ``await``) and nothing it writes after is
+  sent: with a log, once ``resume_grace`` seconds pass with no reader (time for the client
+  to reconnect), and the endpoint then ends the run with the cancelled outcome for whoever
+  still reads it; with ``event_log=None``, the run is bound to its one connection (no
   ids, frames exactly the SDK encoder's) and a disconnect cancels it at once.
 """
 
@@ -53,7 +58,6 @@ import concurrent.futures
 import contextlib
 import enum
 import functools
-import gc
 import inspect
 import json
 import logging
@@ -84,6 +88,7 @@ from ..validate import is_valid, iter_schema_errors, validate
 from ..wire import parse_run_agent_input, to_wire
 from .access import Access, Authorize, Denied, consult
 from .eventlog import EventLog, EventLogFull, MemoryEventLog, prelude
+from .prelude import gc_paused
 from .writer import ErrorReport, Mode, RunWriter
 
 __all__ = [
@@ -125,6 +130,8 @@ dropped connection and can be followed again with ``Last-Event-ID``."""
 LOGGER: Final = logging.getLogger("aguikit.server")
 _DONE: Final[Any] = object()
 """Ends the frame queue: the run is over, or the client left."""
+_BATCH: Final = 64
+"""Most frames already queued that one write takes together."""
 _POLL: Final = 1.0
 """Seconds between two looks at the readers of a run that lost its first connection."""
 SETTLE_TIMEOUT: Final = 2.0
@@ -331,7 +338,8 @@ async def _read_input(
     # A large body is read, checked (and explained) off the event loop, in one thread for
     # the whole process: the streams this worker serves go on meanwhile, each held at most
     # for one C call (jiter's parse, jsonschema-rs's verdict: milliseconds a MiB).
-    return await asyncio.get_running_loop().run_in_executor(_CHECKS, _decode_apart, body)
+    # The cyclic collector is paused meanwhile (gc_paused): a decoded body holds no cycles.
+    return await asyncio.get_running_loop().run_in_executor(_CHECKS, gc_paused, _decode, body)
 
 
 _INLINE_BYTES: Final = 64 * 1024
@@ -339,24 +347,6 @@ _INLINE_BYTES: Final = 64 * 1024
 _CHECKS: Final = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aguikit-request")
 """One thread checks the large bodies, in turn: the loop competes with it alone for the
 interpreter, however many hostile bodies arrive at once."""
-
-
-def _decode_apart(body: bytes) -> tuple[dict[str, Any], RunAgentInput] | Response:
-    """
-    :func:`_decode` in the checking thread, with the cyclic garbage collector paused.
-
-    Reading a MiB of small objects allocates enough of them to start a full collection,
-    which holds the interpreter, and so every stream on the event loop, for as long as it
-    walks every object of the process (200 ms measured).  A decoded body holds no cycles:
-    its objects are freed by their counts once the answer is ready, or live on in the run.
-    """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return _decode(body)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _decode(body: bytes) -> tuple[dict[str, Any], RunAgentInput] | Response:
@@ -724,7 +714,26 @@ class EventStreamResponse(Response):
             if frame is _DONE:
                 await self._send(send, {"type": "http.response.body", "more_body": False})
                 return
+            # Frames already waiting go out with this one, in one write: nothing is held
+            # back for them, and a reader that fell behind (a joiner catching up, several
+            # followers of one busy run) costs one send per batch, not per event.
+            done = False
+            if not queue.empty():
+                frames = [frame]
+                while len(frames) < _BATCH:
+                    try:
+                        more = queue.get_nowait()
+                    except asyncio.QueueEmpty:
+                        break
+                    if more is _DONE:
+                        done = True
+                        break
+                    frames.append(more)
+                frame = b"".join(frames)
             await self._send(send, {"type": "http.response.body", "body": frame, "more_body": True})
+            if done:
+                await self._send(send, {"type": "http.response.body", "more_body": False})
+                return
 
     async def _send(self, send: Send, message: dict[str, Any]) -> None:
         """One ASGI send, bounded by ``send_timeout``: raises :class:`_Stalled` when the
@@ -856,6 +865,10 @@ class _LoggedRun:
             while self.attached and number - self.taken > self.window:
                 self.progress.clear()
                 await self.progress.wait()
+            if not number % self.window:
+                # A handler that never waits on anything but emit (the memory log's append
+                # does not suspend) must not starve the loop: its grace watch included.
+                await asyncio.sleep(0)
 
         writer = response.writer(sink)
         try:
