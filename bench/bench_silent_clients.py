@@ -4,7 +4,10 @@ Clients that never read: 200 connections start a run each and then take nothing,
 
 Issue 29 saw such clients hold their handlers for ever (RSS 41 -> 223 MB, still climbing
 after two minutes).  With ``send_timeout`` a client whose write waits that long is treated
-as gone, and its run is cancelled one ``resume_grace`` later.  This prints how many
+as gone, and its run is cancelled one ``resume_grace`` later.  A write waits only once the
+kernel's socket buffers are full (several MiB per connection on loopback, in the kernel's
+memory, not the worker's), so the handler here writes 16 KiB every 10 ms; a slower one is
+caught as many seconds later as it takes to fill them.  This prints how many
 handlers still run at the deadline (``send_timeout + resume_grace`` plus a poll), and the
 worker's RSS before the clients, at its peak and after they are gone and their runs'
 logs expired (``--ttl``, 10 s here: the default keeps an ended run 300 s).  It takes as long as
@@ -47,8 +50,8 @@ def app(send_timeout: float, grace: float, ttl: float) -> Any:
         live["started"] += 1
         try:
             async with run.text_message() as message:
-                while True:  # a model streaming 1 KiB every 10 ms, for ever
-                    await message.write("x" * 1024)
+                while True:  # 16 KiB every 10 ms, for ever: fills the socket buffers
+                    await message.write("x" * 16384)
                     await asyncio.sleep(0.01)
         finally:
             live["handlers"] -= 1

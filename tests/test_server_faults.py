@@ -323,12 +323,12 @@ def test_following_the_end_of_a_long_run_costs_what_a_short_run_costs() -> None:
 
 
 def test_a_late_join_with_a_prelude_over_a_long_run_leaves_the_loop_free() -> None:
-    """Restating a 60,000-event run (about 0.4 s of folding) happens off the event loop:
-    a ticker on the loop never waits more than a third of the time the prelude took (a
-    ratio, as the machine may be loaded; on the event loop it waited all of it)."""
+    """Restating a 60,000-event run (about 0.4 s of folding) happens off the event loop: a
+    ticker on the loop keeps ticking meanwhile.  (Folded on the loop, as on the code
+    issue 29 was filed on, it could not tick once: the loop was held throughout.)"""
     from aguikit.server.prelude import prelude
 
-    async def scenario() -> tuple[float, float, list[dict[str, Any]] | None]:
+    async def scenario() -> tuple[int, list[dict[str, Any]] | None]:
         log = MemoryEventLog()
         await log.append("r", {"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
         await log.append("r", {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"})
@@ -336,29 +336,27 @@ def test_a_late_join_with_a_prelude_over_a_long_run_leaves_the_loop_free() -> No
             await log.append(
                 "r", {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": f"{n} "}
             )
-        worst = 0.0
+        ticks = 0
         done = False
 
         async def ticker() -> None:
-            nonlocal worst
-            last = time.perf_counter()
+            nonlocal ticks
             while not done:
                 await asyncio.sleep(0.002)
-                now = time.perf_counter()
-                worst, last = max(worst, now - last), now
+                ticks += 1
 
         ticking = asyncio.ensure_future(ticker())
         await asyncio.sleep(0.02)
-        began = time.perf_counter()
+        before = ticks
         start = await prelude(log, "r")
-        took = time.perf_counter() - began
+        during = ticks - before
         done = True
         await ticking
-        return worst, took, None if start is None else start[0]
+        return during, None if start is None else start[0]
 
-    worst, took, events = asyncio.run(scenario())
+    during, events = asyncio.run(scenario())
     assert events is not None and "MESSAGES_SNAPSHOT" in [e["type"] for e in events]
-    assert worst < took / 3, (worst, took)
+    assert during >= 5, during
 
 
 # -- item 10: never a 500 -----------------------------------------------------------------------
@@ -511,3 +509,22 @@ def test_the_fault_wrapper_refuses_an_operation_the_log_does_not_have() -> None:
     """A misspelt operation is a plan that could never fire: refused when planned."""
     with pytest.raises(ValueError, match="no log operation 'apend'"):
         FaultyLog(MemoryEventLog()).fail("apend")  # type: ignore[arg-type]
+
+
+def test_a_run_nobody_follows_waits_for_a_reader_instead_of_filling_the_log() -> None:
+    """Once its connection is gone and no reader follows, a run goes at most
+    ``queue_size`` events further, then waits for a reader or the end of its grace; a
+    reconnect sets it going again.  (Before, it ran at full speed into the log all through
+    its grace window: 200 silent clients of a fast handler took a worker to 3.5 GB.)"""
+    endless = Endless()
+    with serve_asgi(create_app(endless, queue_size=8, resume_grace=4.0)) as url:
+        last = read_then_hang_up(url + "/", BODY)
+        time.sleep(2.0)  # 400 events' worth of the handler's pace
+        waiting = endless.count
+        time.sleep(0.5)
+        assert waiting == endless.count  # it waits
+        read_then_hang_up(url + "/", BODY, last, seconds=1.5)
+        resumed = endless.count
+        assert endless.cancelled.wait(20)
+    assert waiting < int(last) + 100  # two windows and what was in flight, not 400
+    assert resumed > waiting + 50  # the reconnect set it going

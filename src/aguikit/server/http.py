@@ -130,8 +130,6 @@ dropped connection and can be followed again with ``Last-Event-ID``."""
 LOGGER: Final = logging.getLogger("aguikit.server")
 _DONE: Final[Any] = object()
 """Ends the frame queue: the run is over, or the client left."""
-_BATCH: Final = 64
-"""Most frames already queued that one write takes together."""
 _POLL: Final = 1.0
 """Seconds between two looks at the readers of a run that lost its first connection."""
 SETTLE_TIMEOUT: Final = 2.0
@@ -714,26 +712,7 @@ class EventStreamResponse(Response):
             if frame is _DONE:
                 await self._send(send, {"type": "http.response.body", "more_body": False})
                 return
-            # Frames already waiting go out with this one, in one write: nothing is held
-            # back for them, and a reader that fell behind (a joiner catching up, several
-            # followers of one busy run) costs one send per batch, not per event.
-            done = False
-            if not queue.empty():
-                frames = [frame]
-                while len(frames) < _BATCH:
-                    try:
-                        more = queue.get_nowait()
-                    except asyncio.QueueEmpty:
-                        break
-                    if more is _DONE:
-                        done = True
-                        break
-                    frames.append(more)
-                frame = b"".join(frames)
             await self._send(send, {"type": "http.response.body", "body": frame, "more_body": True})
-            if done:
-                await self._send(send, {"type": "http.response.body", "more_body": False})
-                return
 
     async def _send(self, send: Send, message: dict[str, Any]) -> None:
         """One ASGI send, bounded by ``send_timeout``: raises :class:`_Stalled` when the
@@ -827,7 +806,10 @@ class _LoggedRun:
     While the connection that started it is there, that reader paces it: the handler's
     ``emit`` waits while the run is more than ``queue_size`` events ahead of what the
     connection has taken, so a slow reader slows the producer as without a log (the log
-    itself keeps the run, up to its ``max_events``, for a resume).
+    itself keeps the run, up to its ``max_events``, for a resume).  Once that connection
+    is gone, the run may go ``queue_size`` events further while nobody follows it, then
+    waits for a reader (a reconnect, a joiner, on any worker) or the end of its grace:
+    a run nobody reads does not fill the log (or cost tokens) while it waits.
 
     It ends when the handler does, or when nobody wants it any more: once the connection
     that started it is gone, the run is watched, and cancelled after
@@ -849,6 +831,12 @@ class _LoggedRun:
         self.attached = True
         """Whether the starting connection is still there (and pacing the run)."""
         self.progress = asyncio.Event()
+        self.last = 0
+        """The last event logged."""
+        self.left_at = 0
+        """The last event logged when the run was last left without a reader."""
+        self.followed = True
+        """Whether the watch last saw a reader following the run (after it left)."""
         self.stopping = False
         """Whether the endpoint cancelled the run on purpose (nobody followed it)."""
         self.task = _detach(self._produce(response))
@@ -860,9 +848,12 @@ class _LoggedRun:
 
     async def _produce(self, response: EventStreamResponse) -> None:
         async def sink(wire: Mapping[str, Any]) -> None:
-            number = int(await self.log.append(self.run_id, wire))
+            number = self.last = int(await self.log.append(self.run_id, wire))
             self.logged.set()
-            while self.attached and number - self.taken > self.window:
+            while (self.attached and number - self.taken > self.window) or (
+                not (self.attached or self.followed or self.stopping)
+                and number - self.left_at > self.window
+            ):
                 self.progress.clear()
                 await self.progress.wait()
             if not number % self.window:
@@ -894,6 +885,8 @@ class _LoggedRun:
         """The connection that started the run ended: from now on the run lives only
         while some reader follows it, give or take the grace window."""
         self.attached = False
+        self.left_at = self.last
+        self.followed = False  # until the watch sees a reader
         self.progress.set()
         if not self.task.done():
             _detach(self._watch())
@@ -926,6 +919,10 @@ class _LoggedRun:
                     wait = _POLL
             else:
                 alone_since = None
+            followed = bool(readers)
+            if followed != self.followed:
+                self.followed, self.left_at = followed, self.last
+                self.progress.set()
             await asyncio.sleep(min(wait, _POLL))
 
 
