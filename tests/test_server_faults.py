@@ -187,8 +187,8 @@ def test_a_client_that_never_reads_is_treated_as_gone_after_the_send_timeout(
     later), never held for ever by a connection that takes nothing."""
     flood = _Flood()
     options: dict[str, Any] = {"send_timeout": 0.5, "resume_grace": 0.3}
-    if not logged:
-        options["event_log"] = None
+    if logged:
+        options["event_log"] = MemoryEventLog()
     with serve_asgi(create_app(flood, **options)) as url:
         port = int(url.rsplit(":", 1)[1])
         sock = _never_reading_client(port, BODY)
@@ -367,7 +367,7 @@ def test_a_hostile_last_event_id_is_a_410_problem_document(last: str) -> None:
     """Digits Python's ``isdigit`` admits but ``int`` refuses, and more digits than
     ``int`` reads, are ids this server never issued: ``410``, never a 500."""
     assert parse_id(last) is None
-    with serve_asgi(create_app(Endless())) as url:
+    with serve_asgi(create_app(Endless(), event_log=MemoryEventLog())) as url:
         answer = httpx.post(
             url + "/",
             json={**BODY, "runId": "nobody"},
@@ -384,7 +384,7 @@ def test_a_lone_surrogate_in_the_run_id_is_a_422_problem_document(resume: bool) 
     headers = {"Content-Type": "application/json"}
     if resume:
         headers["Last-Event-ID"] = "1"
-    with serve_asgi(create_app(Endless())) as url:
+    with serve_asgi(create_app(Endless(), event_log=MemoryEventLog())) as url:
         answer = httpx.post(url + "/", content=body, headers=headers)
     assert 422 == answer.status_code
     assert "/runId" == answer.json()["issues"][0]["pointer"]
@@ -517,7 +517,8 @@ def test_a_run_nobody_follows_waits_for_a_reader_instead_of_filling_the_log() ->
     reconnect sets it going again.  (Before, it ran at full speed into the log all through
     its grace window: 200 silent clients of a fast handler took a worker to 3.5 GB.)"""
     endless = Endless()
-    with serve_asgi(create_app(endless, queue_size=8, resume_grace=4.0)) as url:
+    log = MemoryEventLog()
+    with serve_asgi(create_app(endless, event_log=log, queue_size=8, resume_grace=4.0)) as url:
         last = read_then_hang_up(url + "/", BODY)
         time.sleep(2.0)  # 400 events' worth of the handler's pace
         waiting = endless.count
