@@ -269,15 +269,28 @@ def test_a_verifier_finding_about_a_deeply_nested_id_is_rendered_bounded() -> No
     assert len(str(info.value)) < 1000
 
 
-def test_the_normalizer_reports_an_unhashable_id_as_malformed_and_stays_unchanged() -> None:
-    """A list where a message id goes used to escape as TypeError from the normalizer."""
+@pytest.mark.parametrize(
+    ("member", "document"),
+    [
+        ("message_id", {"type": "TEXT_MESSAGE_END", "messageId": "x"}),
+        # The id names the open chunk stream, which an explicit event ends: the unhashable
+        # tag must be found before that end is synthesized.
+        ("subagent_run_id", {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "b"}),
+        ("subagent_run_id", {"type": "STATE_DELTA", "delta": []}),
+    ],
+)
+def test_the_normalizer_reports_an_unhashable_id_as_malformed_and_stays_unchanged(
+    member: str, document: dict[str, Any]
+) -> None:
+    """A list where a message id or a tag goes used to escape as TypeError from the
+    normalizer."""
     normalizer = ChunkNormalizer()
     normalizer.normalize(
         parse_event({"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "a"})
     )
     before = normalizer_view(normalizer)
-    bad = parse_event({"type": "TEXT_MESSAGE_END", "messageId": "x"})
-    bad.message_id = [None, "\x00"]  # type: ignore[assignment]
+    bad = parse_event(document)
+    setattr(bad, member, [None, "\x00"])
 
     with pytest.raises(ProtocolError) as info:
         normalizer.normalize(bad)

@@ -33,6 +33,13 @@ Event types a stage lets pass on purpose without an entry of its own, by wire ty
 stages that stand aside.  The one place to decide a new event's normalizer and applier
 behaviour when it needs none: ``"TOOL_CALL_PROGRESS": frozenset({"normalizer",
 "applier"})``.  An event both here and in a stage's own table is refused (two decisions).
+
+For the normalizer, standing aside means closing no chunk stream, and the specification
+lists the events that may ("Closing a chunk stream", ``basic/patterns/streaming``: in 1.1
+only ``RAW``, the activity events, ``REASONING_ENCRYPTED_VALUE`` and ``SUBAGENT_STARTED``);
+an event its version does not list there closes its lane's stream, which is a handler in
+:mod:`aguikit.chunks`, not an entry here (``tests/test_chunk_closing.py`` holds every other
+event type to the list, and one declared here to standing aside).
 """
 
 

@@ -515,8 +515,13 @@ class ChunkNormalizer:
         lane (the two spellings do not mix within one item: an explicit event for it is not
         a continuation), and so does the lane's own chunk stream.
         """
-        out = self._close_id(kind, entity_id)
-        out.extend(self._close_lane(lane))
+        key = (kind, entity_id)
+        # Both lookups before either close, so an unhashable id or tag (an in-process
+        # producer skipping the wire parser) raises with nothing closed yet.
+        assembling, owned = key in self._by_id, lane in self._lanes
+        out = self._close_lane(self._by_id[key]) if assembling else []
+        if owned:
+            out.extend(self._close_lane(lane))
         out.append(event)
         return out
 
@@ -583,12 +588,6 @@ class ChunkNormalizer:
             return []
         del self._by_id[(stream.kind, stream.id)]
         return [_end(stream)]
-
-    def _close_id(self, kind: _Kind, entity_id: str) -> list[Event]:
-        key = (kind, entity_id)
-        if key not in self._by_id:
-            return []
-        return self._close_lane(self._by_id[key])
 
     def _close_all(self) -> list[Event]:
         out = [_end(stream) for stream in self._lanes.values()]
