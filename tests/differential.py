@@ -543,8 +543,13 @@ def _mix_spellings(rng: random.Random, events: list[Wire]) -> bool:
         explicit: Wire = {"type": rng.choice((closer, content)), ID_MEMBER[family]: entity}
         if explicit["type"] == content:
             explicit["delta"] = "z"
-        if "subagentRunId" in chunk:
-            explicit["subagentRunId"] = chunk["subagentRunId"]
+        # Mostly in the chunk's own lane; sometimes in another (the shorthand ends anyway).
+        lanes = sorted({e["subagentRunId"] for e in events if e.get("subagentRunId")})
+        tag = chunk.get("subagentRunId")
+        if rng.random() < 0.3:
+            tag = rng.choice([None, *lanes])
+        if tag is not None:
+            explicit["subagentRunId"] = tag
         events.insert(at + 1, explicit)
         return True
     if not starts:
