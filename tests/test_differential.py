@@ -253,6 +253,15 @@ def test_the_check_command_says_what_its_in_process_pass_says(tally: Tally, tmp_
         ), f"stream {case.index}"
 
 
+def _verdicts(events: list[dict[str, Any]]) -> dict[str, diff.Verdict]:
+    """Each aguikit judge's verdict on one stream."""
+    return {
+        "session": diff.session_verdict(events),
+        "writer": diff.writer_verdicts([diff.Case(0, events)])[0],
+        "check": diff.check_verdict(events),
+    }
+
+
 ISSUE_STREAM: Final = [
     {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
     {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "delta": "Hello"},
@@ -267,11 +276,7 @@ is a first chunk without its messageId (basic/patterns/streaming.mdx)."""
 def test_the_issues_stream_is_rejected_by_the_client_and_by_every_judge() -> None:
     case = diff.Case(0, [dict(e) for e in ISSUE_STREAM])
     (client,) = diff.client_verdicts([case])
-    verdicts = {
-        "session": diff.session_verdict(case.events),
-        "writer": diff.writer_verdicts([case])[0],
-        "check": diff.check_verdict(case.events),
-    }
+    verdicts = _verdicts(case.events)
 
     assert "First TEXT_MESSAGE_CHUNK must have a messageId" == client.message
     assert dict.fromkeys(JUDGES, (False, 4)) == {
@@ -281,28 +286,29 @@ def test_the_issues_stream_is_rejected_by_the_client_and_by_every_judge() -> Non
 
 _RS: Final = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}
 _RF: Final = {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}
+
+
+def _start_across_lanes(chunk: dict[str, Any], start: dict[str, Any]) -> list[dict[str, Any]]:
+    """A chunk stream in subagent ``s1``'s lane, then an untagged explicit start and end
+    carrying its id."""
+    member = "toolCallId" if "toolCallId" in start else "messageId"
+    end = {"type": start["type"].replace("_START", "_END"), member: start[member]}
+    return [_RS, {**chunk, "subagentRunId": "s1"}, start, end, _RF]
+
+
 CROSS_LANE: Final = {
-    "tool-start": [
-        _RS,
-        {"type": "TOOL_CALL_CHUNK", "toolCallId": "c1", "toolCallName": "f", "subagentRunId": "s1"},
+    "tool-start": _start_across_lanes(
+        {"type": "TOOL_CALL_CHUNK", "toolCallId": "c1", "toolCallName": "f"},
         {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"},
-        {"type": "TOOL_CALL_END", "toolCallId": "c1"},
-        _RF,
-    ],
-    "text-start": [
-        _RS,
-        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "delta": "a", "subagentRunId": "s1"},
+    ),
+    "text-start": _start_across_lanes(
+        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "delta": "a"},
         {"type": "TEXT_MESSAGE_START", "messageId": "m1"},
-        {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
-        _RF,
-    ],
-    "reasoning-start": [
-        _RS,
-        {"type": "REASONING_MESSAGE_CHUNK", "messageId": "r1", "delta": "a", "subagentRunId": "s1"},
+    ),
+    "reasoning-start": _start_across_lanes(
+        {"type": "REASONING_MESSAGE_CHUNK", "messageId": "r1", "delta": "a"},
         {"type": "REASONING_MESSAGE_START", "messageId": "r1", "role": "reasoning"},
-        {"type": "REASONING_MESSAGE_END", "messageId": "r1"},
-        _RF,
-    ],
+    ),
     "tool-result": [
         _RS,
         {"type": "TOOL_CALL_CHUNK", "toolCallId": "c1", "toolCallName": "f", "subagentRunId": "s1"},
@@ -338,11 +344,6 @@ def test_the_client_rejects_each_cross_lane_stream() -> None:
 )
 @pytest.mark.parametrize("name", list(CROSS_LANE))
 def test_a_cross_lane_explicit_event_is_rejected_as_the_client_rejects_it(name: str) -> None:
-    events = CROSS_LANE[name]
-    verdicts = {
-        "session": diff.session_verdict(events),
-        "writer": diff.writer_verdicts([diff.Case(0, events)])[0],
-        "check": diff.check_verdict(events),
-    }
+    verdicts = _verdicts(CROSS_LANE[name])
 
     assert dict.fromkeys(JUDGES, False) == {j: v.accepted for j, v in verdicts.items()}
