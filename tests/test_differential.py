@@ -337,11 +337,6 @@ def test_the_client_rejects_each_cross_lane_stream() -> None:
     ] == [message.split(" Complete")[0] for message in messages]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the chunk normalizer lets an explicit event end another lane's shorthand; "
-    "the client (and 'as Closing a chunk stream describes', by lane) does not",
-)
 @pytest.mark.parametrize("name", list(CROSS_LANE))
 def test_a_cross_lane_explicit_event_is_rejected_as_the_client_rejects_it(name: str) -> None:
     verdicts = _verdicts(CROSS_LANE[name])
