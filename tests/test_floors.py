@@ -75,6 +75,7 @@ FLOORS: Final[dict[str, int]] = {
     # a thread of exchanges, judged by the check pass and the thread rules
     "aguikit.conversation": 19,
     "aguikit.cli": 20,
+    "aguikit.view": 20,
     "aguikit.__main__": 21,
     # testing helpers judge through the check pass; the pytest plugin sits on them
     "aguikit.testing": 21,

@@ -45,9 +45,9 @@ import base64
 import binascii
 import datetime
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import attrs
 
@@ -78,6 +78,8 @@ __all__ = [
     "EventTime",
     "Exchange",
     "Recording",
+    "SessionFactory",
+    "Watching",
     "check_exchanges",
     "check_recording",
     "exchanges_of_example",
@@ -434,7 +436,7 @@ def read_har(source: str | Path, *, data: bytes | None = None) -> Recording:
 # --- judging ---------------------------------------------------------------------------------
 
 
-class _Watching(Session):
+class Watching(Session):
     """
     The checker's recovering session, watching two things the thread rules need: the
     messages it held just before each ``MESSAGES_SNAPSHOT`` (what the snapshot must agree
@@ -467,7 +469,7 @@ class _Judged:
     """One exchange after the checker's pass: what the thread rules read."""
 
     exchange: Exchange
-    session: _Watching | None = None
+    session: Watching | None = None
 
     @property
     def served(self) -> bool:
@@ -478,13 +480,30 @@ class _Judged:
         return [to_wire(m) for m in self.session.messages]
 
 
+SessionFactory: TypeAlias = Callable[..., "Watching"]
+"""Makes the checker's session for one exchange: called with the :class:`Exchange` and the
+session's keyword arguments; :class:`Watching` itself (ignoring the exchange) by default.
+``aguikit view`` passes a subclass that also keeps what each event changed."""
+
+
+def _watching(exchange: Exchange, **kwargs: Any) -> Watching:
+    return Watching(**kwargs)
+
+
 class _Thread:
     """The thread rules, over the judged exchanges of one thread."""
 
-    def __init__(self, report: SourceReport, config: CheckConfig, runs: list[RunSummary]) -> None:
+    def __init__(
+        self,
+        report: SourceReport,
+        config: CheckConfig,
+        runs: list[RunSummary],
+        make_session: SessionFactory = _watching,
+    ) -> None:
         self.report = report
         self.config = config
         self.runs = runs
+        self.make_session = make_session
 
     def add(
         self,
@@ -583,7 +602,8 @@ class _Thread:
             except AguiError:
                 continue  # AGUI-R002 said so
         state = body.get("state", {})
-        session = _Watching(
+        session = self.make_session(
+            exchange,
             verify=True,
             validate=True,
             keep_delivered=False,
@@ -635,7 +655,7 @@ class _Thread:
         self.snapshots(exchange.number, session)
         return judged
 
-    def snapshots(self, number: int, session: _Watching) -> None:
+    def snapshots(self, number: int, session: Watching) -> None:
         """``AGUI-R008``: each MESSAGES_SNAPSHOT against the messages held before it."""
         for event, held, sent in session.before_snapshots:
             if not isinstance(sent, list):
@@ -1005,6 +1025,8 @@ def check_exchanges(
     exchanges: Iterable[Exchange],
     source: str,
     config: CheckConfig | None = None,
+    *,
+    make_session: SessionFactory = _watching,
 ) -> SourceReport:
     """
     Judge a conversation: each exchange's request and response, then each thread's
@@ -1019,13 +1041,14 @@ def check_exchanges(
         exchanges: In the order they were sent (threads may interleave).
         source: The name the report carries (the file).
         config: As for ``aguikit check``.
+        make_session: The session each response is judged through (:data:`SessionFactory`).
 
     .. versionadded:: 0.5.0
     """
     config = config or CheckConfig()
     report = SourceReport(source, kind="conversation")
     runs: list[RunSummary] = []
-    rules = _Thread(report, config, runs)
+    rules = _Thread(report, config, runs, make_session)
     for thread in threads(exchanges).values():
         judged: list[_Judged] = []
         before: _Judged | None = None
@@ -1043,11 +1066,19 @@ def check_exchanges(
     return report
 
 
-def check_recording(spec: str, config: CheckConfig | None = None) -> SourceReport:
+def check_recording(
+    spec: str,
+    config: CheckConfig | None = None,
+    *,
+    make_session: SessionFactory = _watching,
+    seen: Callable[[Recording], None] | None = None,
+) -> SourceReport:
     """
     :func:`check_exchanges` over a HAR file; a file that cannot be read at all is the
     report's ``unreadable`` with its ``AGUI-R001`` finding, and a cut one is judged up to
     the cut, which is reported as ``AGUI-R001`` after its last complete exchange.
+    ``make_session`` as for :func:`check_exchanges`; ``seen`` hears the recording read
+    before it is judged (``aguikit view`` shows its requests and timing).
 
     .. versionadded:: 0.5.0
     """
@@ -1061,7 +1092,9 @@ def check_recording(spec: str, config: CheckConfig | None = None) -> SourceRepor
             "AGUI-R001", None, broken.message, kind="decode", byte_offset=where
         )
         return report
-    report = check_exchanges(recording.exchanges, spec, config)
+    if seen is not None:
+        seen(recording)
+    report = check_exchanges(recording.exchanges, spec, config, make_session=make_session)
     cut = recording.cut
     if cut is not None:
         after = len(recording.exchanges) + 1
