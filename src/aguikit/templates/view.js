@@ -227,8 +227,9 @@
   options(document.getElementById("f-lane"), D.lanes.map(function (_, i) { return i; }), D.lanes);
   const heads = document.getElementById("lane-heads");
   D.lanes.forEach(function (name) {
-    const h = el("div", "lane-head", name); h.title = name;
-    if (name.indexOf("@") > 0) h.style.paddingTop = "6px";
+    const at = name.indexOf("@");  // a subagent's lane: its concern under the invocation
+    const h = el("div", "lane-head", at > 0 ? name.slice(0, at) + " \u21b3 " + name.slice(at + 1) : name);
+    h.title = name;
     heads.appendChild(h);
   });
   let searchText = null;
