@@ -148,6 +148,28 @@ def _broken_events() -> list[Wire]:
     """The demo with violations: content for a message never started, a patch that does
     not apply, a schema error, and the run's end dropped (truncated)."""
     events = _demo_events()
+    events[-3:-3] = [  # what only a patch's own paths can say, after the demo's deltas
+        {
+            "type": "STATE_DELTA",
+            "delta": [
+                {"op": "add", "path": "/trip/destinations/0", "value": {"city": "Porto"}},
+                {"op": "remove", "path": "/trip/destinations/1"},
+                {"op": "copy", "from": "/trip/destinations/0", "path": "/trip/first"},
+            ],
+        },
+        {
+            "type": "STATE_DELTA",
+            "delta": [
+                {"op": "move", "from": "/trip/first", "path": "/moved"},
+                {"op": "replace", "path": "/trip/destinations/0/city", "value": "Faro"},
+                {"op": "add", "path": "/trip/a~1b", "value": {"deep": [1, [2]]}},
+                {"op": "add", "path": "/trip/a~1b/deep/1/-", "value": 3},
+                {"op": "test", "path": "/moved/city", "value": "Porto"},
+            ],
+        },
+        {"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "", "value": {"x": 1}}]},
+        {"type": "STATE_SNAPSHOT", "snapshot": {"x": 2, "y": [1]}},
+    ]
     events.insert(12, {"type": "TEXT_MESSAGE_CONTENT", "messageId": "ghost", "delta": "boo"})
     events.insert(
         26, {"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/nope/x", "value": 1}]}

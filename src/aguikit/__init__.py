@@ -21,6 +21,7 @@ The house, one floor per stage, each importing only the floors below it
 ``conversation``        a thread's exchanges (HAR files, recordings, the test kit) and
                         the thread rules across its runs
 ``cli``, ``reference``  the ``aguikit`` command and the rendered rule reference
+``view``                one offline HTML page of a run (``aguikit view``)
 
 Every error is an :class:`AguiError`.  The names below are loaded when first used, so
 ``import aguikit.transport`` (or any lower floor) does not load the floors above it.

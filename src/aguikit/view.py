@@ -33,6 +33,7 @@ script element, and the page writes it with ``textContent`` only.  A
 from __future__ import annotations
 
 import base64
+import copy
 import functools
 import hashlib
 import itertools
@@ -150,8 +151,8 @@ class _Recorder(Watching):
         self.calls: dict[str, dict[str, Any]] = {}
         self.initial_messages = [_wire(m) for m in self.messages]
         self.initial_state = copy_json(self.state)
-        self._state = self.initial_state
         self._rows: dict[str, list[Any]] = {}  # the last row operation of each message
+        self._target: dict[str, list[Any]] = {}  # the last text and arguments targets
         sink.sessions.append(self)
 
     def feed(self, event: Any) -> list[Update]:
@@ -160,6 +161,8 @@ class _Recorder(Watching):
         etype = event.get("type") if isinstance(event, Mapping) else None
         lane = concern(etype) if isinstance(etype, str) else "other"
         sub = event.get("subagentRunId") if isinstance(event, Mapping) else None
+        before = self.state  # replaced, never edited, by a snapshot
+        parents = _parents(before, event.get("delta")) if etype == "STATE_DELTA" else None
         try:
             updates = super().feed(event)
         except AguiError:
@@ -168,16 +171,22 @@ class _Recorder(Watching):
         for update in updates:
             sub = update.change.subagent_run_id or sub
         self.lanes.append(_lane(lane, sub))
-        self._note(number, updates)
+        self._note(number, updates, before, parents)
         return updates
 
     def finish(self) -> list[Update]:
         updates = super().finish()
         if self.raw:
-            self._note(len(self.raw) - 1, updates)
+            self._note(len(self.raw) - 1, updates, self.state, None)
         return updates
 
-    def _note(self, number: int, updates: list[Update]) -> None:
+    def _note(
+        self,
+        number: int,
+        updates: list[Update],
+        before: Any,
+        parents: list[tuple[str, list[str], Any]] | None,
+    ) -> None:
         ops: list[list[Any]] = []
         raw = self.raw[number] if len(updates) == 1 else None
         state = False
@@ -192,11 +201,10 @@ class _Recorder(Watching):
                 self._rows.clear()
                 ops.append(["L", [_wire(m) for m in self.messages]])
             elif change.kind is ChangeKind.CONTENT and change.delta is not None:
-                ops.append(["t", change.message_id, *_delta(raw, change.delta)])
+                ops.append(self._grew("t", [change.message_id], raw, change.delta))
             elif change.kind is ChangeKind.TOOL_CALL_ARGS and change.delta is not None:
-                ops.append(
-                    ["g", change.message_id, change.tool_call_id, *_delta(raw, change.delta)]
-                )
+                target = [change.message_id, change.tool_call_id]
+                ops.append(self._grew("g", target, raw, change.delta))
             elif change.message_id is not None:
                 message = self.applier.message(change.message_id)
                 if message is not None:
@@ -214,10 +222,31 @@ class _Recorder(Watching):
         if ops:
             self.message_ops.append((number, ops))
         if state:
-            # A copy: the applier patches its state in place, and the rows keep values.
-            after = copy_json(self.state)
-            self.state_ops.append((number, state_diff(self._state, after)))
-            self._state = after
+            after = self.state
+            if after is not before:  # a snapshot, or a patch that replaced the root
+                diff = state_diff(before, after)
+            elif parents is not None:
+                diff = _patched(parents, after)
+            else:  # pragma: no cover - a patch the session applied names its paths
+                diff = [["~", "", after]]
+            # Copies: the applier patches its state in place, and the rows keep values.
+            self.state_ops.append(
+                (number, [[*op[:2], copy_json(op[2])] if len(op) > 2 else op for op in diff])
+            )
+
+    def _grew(self, op: str, target: list[Any], raw: Any, delta: str) -> list[Any]:
+        """
+        A text (``t``: message) or arguments (``g``: message, tool call) operation: the
+        target left out (``0``) when it is the previous one's, the text when it is the
+        event's own ``delta`` (the page takes it from there), so streamed text costs a
+        few bytes an event beyond the event itself.
+        """
+        same = self._target.get(op) == target
+        self._target[op] = target
+        text = [] if isinstance(raw, Mapping) and raw.get("delta") == delta else [delta]
+        if same:
+            return [op] if not text else [op, *([0] * len(target)), *text]
+        return [op, *target, *text]
 
     def _call(self, number: int, update: Update) -> None:
         """A tool call's events by kind, its parsed arguments and its result's event."""
@@ -245,18 +274,100 @@ class _Recorder(Watching):
             entry["result"] = number
 
 
+def _tokens(pointer: str) -> list[str]:
+    return [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+
+
+def _child(node: Any, token: str) -> Any:
+    """``node``'s member ``token``, or ``_MISSING``."""
+    if type(node) is dict:
+        return node.get(token, _MISSING)
+    if type(node) is list and token.isdigit() and int(token) < len(node):
+        return node[int(token)]
+    return _MISSING
+
+
+def _resolve(document: Any, tokens: list[str]) -> Any:
+    for token in tokens:
+        document = _child(document, token)
+        if document is _MISSING:
+            break
+    return document
+
+
+def _parents(state: Any, delta: Any) -> list[tuple[str, list[str], Any]] | None:
+    """
+    Before a ``STATE_DELTA``: a shallow copy of each container its operations edit (the
+    parent of each ``path`` and ``from``), shallowest first; ``None`` when one names the
+    root (the whole document is then compared).  The applier patches in place and copies
+    what it inserts, so afterwards a member that is the same object as before is unchanged
+    unless an operation edited inside it, and that operation's own parent says how.
+    """
+    if not isinstance(delta, list):
+        return None
+    found: dict[str, tuple[str, list[str], Any]] = {}
+    for op in delta:
+        for key in ("path", "from"):
+            pointer = op.get(key) if isinstance(op, Mapping) else None
+            if not isinstance(pointer, str):
+                continue
+            if pointer == "":
+                return None
+            parent = pointer.rsplit("/", 1)[0]
+            if parent in found:
+                continue
+            tokens = _tokens(parent)
+            node = _resolve(state, tokens)
+            if type(node) is dict or type(node) is list:
+                found[parent] = (parent, tokens, copy.copy(node))
+    return sorted(found.values(), key=lambda item: len(item[1]))
+
+
+def _patched(parents: list[tuple[str, list[str], Any]], state: Any) -> list[list[Any]]:
+    """What a patch changed, member by member of the containers it edited (by identity:
+    cost follows what the patch touched, not the document's size)."""
+    out: list[list[Any]] = []
+    written: list[str] = []
+    for pointer, tokens, old in parents:
+        if any(pointer == w or pointer.startswith(w + "/") for w in written):
+            continue  # a container above it was written whole: nothing left to say
+        new = _resolve(state, tokens)
+        if new is _MISSING:
+            continue  # removed: the container above it says so
+        if type(new) is not type(old):
+            out.append(["~", pointer, new])
+            written.append(pointer)
+            continue
+        if type(new) is dict:
+            for key in old:
+                if key not in new:
+                    out.append(["-", f"{pointer}/{escape_pointer(key)}"])
+            for key, value in new.items():
+                if key not in old or old[key] is not value:
+                    path = f"{pointer}/{escape_pointer(key)}"
+                    out.append(["+" if key not in old else "~", path, value])
+                    written.append(path)
+        else:
+            common = min(len(old), len(new))
+            for index in range(common):
+                if old[index] is not new[index]:
+                    out.append(["~", f"{pointer}/{index}", new[index]])
+                    written.append(f"{pointer}/{index}")
+            for index in range(len(old) - 1, common - 1, -1):
+                out.append(["-", f"{pointer}/{index}"])
+            for index in range(common, len(new)):
+                out.append(["+", f"{pointer}/{index}", new[index]])
+                written.append(f"{pointer}/{index}")
+    return out
+
+
+_MISSING: Final = object()
+
+
 def _wire(message: Any) -> dict[str, Any]:
     """A message's wire dict, sharing nothing with the applier (which edits in place)."""
     wire: dict[str, Any] = copy_json(to_wire(message))
     return wire
-
-
-def _delta(raw: Any, delta: str) -> list[str]:
-    """The text an operation appends: left out when it is the event's own ``delta`` (the
-    page then takes it from there), so streamed text is not embedded twice."""
-    if isinstance(raw, Mapping) and raw.get("delta") == delta:
-        return []
-    return [delta]
 
 
 def _lane(concern_name: str, subagent: Any) -> str:
@@ -509,6 +620,13 @@ def _asset(name: str) -> str:
     return resources.files("aguikit").joinpath(f"templates/{name}").read_text(encoding="utf-8")
 
 
+def _lean(script: str) -> str:
+    """The script without its indentation and comment lines (a page of a few events is
+    mostly script); hashed as it is written."""
+    lines = (line.strip() for line in script.splitlines())
+    return "\n".join(line for line in lines if line and not line.startswith("//"))
+
+
 def _hash(text: str) -> str:
     digest = hashlib.sha256(text.encode("utf-8")).digest()
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
@@ -523,7 +641,7 @@ def render_page(view: ViewData, title: str, version: str) -> str:
     import jinja2  # the [view] extra: only this command renders a page
     from markupsafe import Markup
 
-    script, style = _asset("view.js"), _asset("view.css")
+    script, style = _lean(_asset("view.js")), _asset("view.css")
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     template = environment.from_string(_asset("view.html.j2"))
     policy = (

@@ -77,25 +77,30 @@
   function messagesAfter(index) {
     const start = startOf(index);
     if (!start) return [];
-    let list = clone(start[1]);
+    let list = clone(start[1]), lastText = null, lastArgs = [null, null];
     function find(id) { for (let i = 0; i < list.length; i++) if (list[i].id === id) return i; return -1; }
     for (let i = bisect(D.messageOps, start[0] - 1); i < D.messageOps.length && D.messageOps[i][0] <= index; i++) {
       D.messageOps[i][1].forEach(function (op) {
         if (op[0] === "L") { list = clone(op[1]); return; }
-        const at = find(op[1]);
-        // The text an operation appends is given, or else its event's own delta member.
+        // A text operation's target is given, or 0 / left out: the previous one's; the
+        // text it appends is given, or else it is its event's own delta member.
         if (op[0] === "t") {
-          if (at >= 0) list[at].content = (list[at].content || "") + (op.length > 2 ? op[2] : EV[D.messageOps[i][0]].delta);
+          if (op.length > 1 && op[1] !== 0) lastText = op[1];
+          const t = find(lastText);
+          if (t >= 0) list[t].content = (list[t].content || "") + (op.length > 2 ? op[2] : EV[D.messageOps[i][0]].delta);
           return;
         }
         if (op[0] === "g") {
-          if (at < 0) return;
+          if (op.length > 1 && op[1] !== 0) lastArgs = [op[1], op[2]];
+          const g = find(lastArgs[0]);
+          if (g < 0) return;
           const text = op.length > 3 ? op[3] : EV[D.messageOps[i][0]].delta;
-          (list[at].toolCalls || []).forEach(function (c) {
-            if (c.id === op[2]) c.function.arguments = (c.function.arguments || "") + text;
+          (list[g].toolCalls || []).forEach(function (c) {
+            if (c.id === lastArgs[1]) c.function.arguments = (c.function.arguments || "") + text;
           });
           return;
         }
+        const at = find(op[1]);
         const row = clone(op[3]);
         if (op[4]) { // text and arguments as the content operations left them
           const old = at >= 0 ? list[at] : null;
