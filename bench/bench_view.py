@@ -3,8 +3,9 @@
 page takes to open in headless Chromium, at 1,000, 10,000 and 100,000 events.
 
 Printed, never asserted (the machine is shared): the targets are a page at most twice the
-JSONL of its events and an open (parse, summary and first timeline draw) under 3 seconds
-at 100,000 events.  The open time needs Debian's ``/usr/bin/chromium`` and Playwright's
+JSONL of its events, an open (parse, summary and first timeline draw) under 3 seconds at
+100,000 events, and scrolling without stalls (the longest of 120 frames that each jump
+far through the timeline).  The open time needs Debian's ``/usr/bin/chromium`` and Playwright's
 Python package; without them only sizes and build times are printed.
 
 Run with ``python bench/bench_view.py [COUNT...]``.
@@ -27,6 +28,23 @@ ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+
+
+_SCROLL = """() => new Promise(resolve => {
+  const rows = document.getElementById("rows");
+  const total = Number(rows.dataset.count);
+  let k = 0, worst = 0, last = performance.now();
+  function frame() {
+    const now = performance.now();
+    if (k > 1) worst = Math.max(worst, now - last);
+    last = now;
+    rows.scrollTop = ((k * 7919) % total) * 22;
+    if (++k < 120) requestAnimationFrame(frame); else resolve(worst);
+  }
+  requestAnimationFrame(frame);
+})"""
+"""120 frames, each scrolling to a far place of the timeline: the longest frame (the
+draw of the rows then visible) in milliseconds."""
 
 
 def stream(count: int) -> list[dict[str, Any]]:
@@ -119,12 +137,13 @@ def main(counts: list[int]) -> None:
         page.write_text(render_page(view, jsonl.name, "bench"), encoding="utf-8")
         built = time.perf_counter() - start
         size, base = page.stat().st_size, jsonl.stat().st_size
-        results.append([count, base, size, size / base, built, None])
+        results.append([count, base, size, size / base, built, None, None])
     if sync_playwright is not None and chromium.exists():
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=str(chromium), args=ARGS)
             for row in results:
-                opened = []
+                opened: list[float] = []
+                frames: list[float] = []
                 for _ in range(3):
                     tab = browser.new_page(viewport={"width": 1400, "height": 900})
                     start = time.perf_counter()
@@ -133,13 +152,19 @@ def main(counts: list[int]) -> None:
                     tab.click("#show-timeline")
                     tab.wait_for_selector(".row")
                     opened.append(time.perf_counter() - start)
+                    frames.append(tab.evaluate(_SCROLL))
                     tab.close()
                 row[5] = min(opened)
+                row.append(min(frames))
             browser.close()
-    print(f"{'events':>8} {'jsonl':>12} {'page':>12} {'ratio':>6} {'build s':>8} {'open s':>7}")
-    for count, base, size, ratio, built, opened_s in results:
+    print(
+        f"{'events':>8} {'jsonl':>12} {'page':>12} {'ratio':>6} {'build s':>8} {'open s':>7} "
+        f"{'worst frame ms':>15}"
+    )
+    for count, base, size, ratio, built, opened_s, frame in results:
         shown = f"{opened_s:7.2f}" if opened_s is not None else "      -"
-        print(f"{count:>8} {base:>12,} {size:>12,} {ratio:>6.2f} {built:>8.2f} {shown}")
+        worst = f"{frame:15.1f}" if frame is not None else "              -"
+        print(f"{count:>8} {base:>12,} {size:>12,} {ratio:>6.2f} {built:>8.2f} {shown} {worst}")
 
 
 if __name__ == "__main__":

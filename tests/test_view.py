@@ -38,6 +38,7 @@ from aguikit.transport.sse import encode_bytes
 from aguikit.view import LANES, build_view, embed_json, render_page, state_diff
 
 DEMO = Path(__file__).parent.parent / "src" / "aguikit" / "examples" / "demo.sse"
+BROWSER_HAR = Path(__file__).parent / "conversations" / "browser.har"
 CHROMIUM = "/usr/bin/chromium"
 PAYLOADS = (
     "<script>window.__pwned = 1</script>",
@@ -197,6 +198,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "hostile": _page(tmp, "hostile", [str(hostile)]),
         "huge": _page(tmp, "huge", [str(huge)]),
         "thread": _page(tmp, "thread", [str(recording)]),
+        "browser": _page(tmp, "browser", [str(BROWSER_HAR)]),
         "_broken": broken,
         "_hostile": hostile,
         "_recording": recording,
@@ -531,6 +533,30 @@ def test_a_recording_shows_timing_and_request_diffs(opened: dict[str, Opened]) -
     page.select(last, "request")
     diff = page.page.text_content("#request-diff") or ""
     assert "added message a1" in diff and "added message u2" in diff and "/state" in diff
+
+
+def test_a_browser_har_shows_the_interrupt_and_the_request_that_continued(
+    opened: dict[str, Opened],
+) -> None:
+    """The devtools export: run-1 ends interrupted, the next request sends no resume
+    (AGUI-R003, a request's finding: in the summary, at no event); HAR timings only."""
+    page = opened["browser"]
+    page.page.click("#show-summary")
+    runs = page.page.text_content("#runs") or ""
+    assert "interrupted" in runs and "interrupts:" in runs
+    findings = page.page.locator("#findings .finding")
+    assert 1 == findings.count()
+    assert "AGUI-R003" in (findings.first.text_content() or "")
+    assert "/resume" in (findings.first.text_content() or "")
+    page.timeline()
+    last = page.filter() - 1
+    page.select(last, "request")
+    diff = page.page.text_content("#request-diff") or ""
+    assert "added message a1" in diff and "added message u2" in diff
+    assert 0 == page.page.locator("#request-resume").count()
+    page.page.click(".dtab[data-tab='timing']")
+    assert "HAR wait" in (page.page.text_content("#timing") or "")
+    page.clean()
 
 
 def test_screenshots_of_the_summary_and_the_timeline(

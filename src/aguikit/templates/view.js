@@ -465,6 +465,15 @@
       x.diff.fields.forEach(function (op) { d.appendChild(el("div", op[0] === "+" ? "add" : op[0] === "-" ? "del" : "rep", op[0] + " " + op[1] + (op[0] === "-" ? "" : " = " + short(op[2], 200)))); });
       panel.appendChild(d);
     }
+    const resume = x.request && Array.isArray(x.request.resume) ? x.request.resume : [];
+    if (resume.length) {  // the interrupts this request answers, as it sent them
+      panel.appendChild(el("h2", "", "Resumes"));
+      const r = el("div"); r.id = "request-resume";
+      resume.forEach(function (item) {
+        r.appendChild(el("div", "", "interrupt " + (item && item.interruptId) + ": " + (item && item.status)));
+      });
+      panel.appendChild(r);
+    }
     panel.appendChild(el("h2", "", "Request"));
     panel.appendChild(jsonView(x.request, null));
   }
