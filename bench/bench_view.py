@@ -155,7 +155,7 @@ def main(counts: list[int]) -> None:
                     frames.append(tab.evaluate(_SCROLL))
                     tab.close()
                 row[5] = min(opened)
-                row.append(min(frames))
+                row[6] = min(frames)
             browser.close()
     print(
         f"{'events':>8} {'jsonl':>12} {'page':>12} {'ratio':>6} {'build s':>8} {'open s':>7} "

@@ -54,7 +54,7 @@ from .patch import copy_json
 from .session import Update
 from .wire import to_wire
 
-__all__ = ["ViewData", "build_view", "render_page"]
+__all__ = ["LANES", "ViewData", "build_view", "concern", "embed_json", "render_page", "state_diff"]
 
 LANES: Final = ("run", "text", "tool", "reasoning", "step", "activity", "state", "messages")
 """The timeline's concerns, in the order their lanes are drawn (subagents nest below)."""
