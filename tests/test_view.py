@@ -367,6 +367,9 @@ def test_counts_equal_what_aguikit_computed(
             == page.page.locator("#findings .finding").count()
         )
     assert opened["broken"].page.locator("#findings .finding").count() >= 3
+    heads = opened["demo"].page.locator(".lane-head").all_text_contents()
+    nested = [h for h in heads if "\u21b3" in h]  # a subagent's work, in lanes of its own
+    assert nested and all("researcher" in h for h in nested)
 
 
 def test_only_visible_rows_are_rendered(opened: dict[str, Opened]) -> None:

@@ -46,7 +46,7 @@ import attrs
 
 from .catalogue import RULES_BY_ID, Severity
 from .changes import ChangeKind, What
-from .checker import CheckConfig, SourceReport, check_source, is_recording
+from .checker import CheckConfig, SourceReport, Unreadable, check_source, is_recording
 from .conversation import Exchange, Recording, Watching, check_recording
 from .errors import AguiError
 from .jsonio import escape_pointer, loads
@@ -491,6 +491,7 @@ def build_view(specs: list[str], config: CheckConfig) -> ViewData:
     state_ops: list[list[Any]] = []
     starts: list[list[Any]] = []
     calls: dict[str, Any] = {}
+    subagents: dict[str, dict[str, Any]] = {}
     usage: dict[str, int] = {}
     threads: set[str] = set()
     runs: list[dict[str, Any]] = []
@@ -548,6 +549,12 @@ def build_view(specs: list[str], config: CheckConfig) -> ViewData:
                 call["args"] = [base + n for n in call["args"]]
                 calls[call_id] = call
             _usage(session.raw, usage)
+            for sub in session.subagents:
+                subagents[sub.run_id] = {
+                    "name": sub.name,
+                    "parent": sub.parent_subagent_run_id,
+                    "status": str(sub.status),
+                }
         for finding in report.findings:
             at = None
             base_of, count = bases.get(finding.exchange, (0, 0))
@@ -594,6 +601,7 @@ def build_view(specs: list[str], config: CheckConfig) -> ViewData:
         "stateOps": state_ops,
         "starts": starts,
         "calls": calls,
+        "subagents": subagents,
         "summary": {
             "threads": sorted(threads),
             "runs": runs,
@@ -637,9 +645,16 @@ def render_page(view: ViewData, title: str, version: str) -> str:
     The page: the template with the script, the style and the data inline, under a
     Content-Security-Policy that admits only that script and style (by hash) and forbids
     every load (``default-src 'none'``), so the file works offline from ``file://``.
+
+    Raises:
+        Unreadable: Jinja2 (the ``[view]`` extra) is not installed; the command line
+            prints it as it prints a source it cannot read (exit 2).
     """
-    import jinja2  # the [view] extra: only this command renders a page
-    from markupsafe import Markup
+    try:
+        import jinja2  # the [view] extra: only this command renders a page
+        from markupsafe import Markup
+    except ImportError:
+        raise Unreadable("the page needs Jinja2: pip install 'aguikit[view]'") from None
 
     script, style = _lean(_asset("view.js")), _asset("view.css")
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)

@@ -232,9 +232,21 @@
   options(document.getElementById("f-lane"), D.lanes.map(function (_, i) { return i; }), D.lanes);
   const heads = document.getElementById("lane-heads");
   D.lanes.forEach(function (name) {
-    const at = name.indexOf("@");  // a subagent's lane: its concern under the invocation
-    const h = el("div", "lane-head", at > 0 ? name.slice(0, at) + " \u21b3 " + name.slice(at + 1) : name);
-    h.title = name;
+    // A subagent's lane: its concern under the invocation, and the invocations above it.
+    const at = name.indexOf("@");
+    let label = name;
+    if (at > 0) {
+      const chain = [];
+      let id = name.slice(at + 1), guard = 0;
+      while (id && guard++ < 32) {
+        const sub = Object.prototype.hasOwnProperty.call(D.subagents, id) ? D.subagents[id] : null;
+        chain.unshift(sub && sub.name ? sub.name + " " + id : id);
+        id = sub ? sub.parent : null;
+      }
+      label = name.slice(0, at) + " \u21b3 " + chain.join(" \u21b3 ");
+    }
+    const h = el("div", "lane-head", label);
+    h.title = label;
     heads.appendChild(h);
   });
   let searchText = null;
