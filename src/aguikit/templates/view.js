@@ -291,22 +291,25 @@
       row.style.top = p * ROW + "px";
       row.dataset.i = String(i);
       row.appendChild(el("span", "n", i + 1));
-      const cells = el("span", "lanes");
-      for (let l = 0; l < D.lanes.length; l++) {
-        const c = el("span", "cell" + (l === lane ? " on" : ""));
-        if (l === lane) c.style.setProperty("--c", COLORS[D.lanes[l].split("@")[0]] || "#777");
-        cells.appendChild(c);
-      }
+      const cells = el("span", "lanes"), dot = el("span", "dot");
+      cells.style.width = D.lanes.length * 16 + "px";
+      dot.style.left = lane * 16 + 4 + "px";
+      dot.style.background = COLORS[D.lanes[lane].split("@")[0]] || "#777";
+      cells.appendChild(dot);
       row.appendChild(cells);
       const found = byEvent.get(i);
       if (found) row.appendChild(el("span", "b " + worst(found), found.length));
       row.appendChild(el("span", "t", typeOf(e)));
       row.appendChild(el("span", "s", describe(e)));
-      row.addEventListener("click", function () { select(i, null); });
       rows.appendChild(row);
     }
   }
   rows.addEventListener("scroll", function () { window.requestAnimationFrame(draw); });
+  // One listener for every row: a row redrawn between a press and its release still clicks.
+  rows.addEventListener("click", function (ev) {
+    const row = ev.target instanceof Element ? ev.target.closest(".row") : null;
+    if (row) select(Number(row.dataset.i), null);
+  });
   window.addEventListener("resize", draw);
 
   function reveal(i) {
