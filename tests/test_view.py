@@ -199,6 +199,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "huge": _page(tmp, "huge", [str(huge)]),
         "thread": _page(tmp, "thread", [str(recording)]),
         "browser": _page(tmp, "browser", [str(BROWSER_HAR)]),
+        "two": _page(tmp, "two", [str(DEMO), str(broken)]),
         "_broken": broken,
         "_hostile": hostile,
         "_recording": recording,
@@ -536,6 +537,23 @@ def test_a_recording_shows_timing_and_request_diffs(opened: dict[str, Opened]) -
     page.select(last, "request")
     diff = page.page.text_content("#request-diff") or ""
     assert "added message a1" in diff and "added message u2" in diff and "/state" in diff
+
+
+def test_several_sources_are_one_timeline_each_event_naming_its_source(
+    opened: dict[str, Opened], pages: dict[str, Path]
+) -> None:
+    view = build_view([str(DEMO), str(pages["_broken"])], CheckConfig(max_errors=10**9))
+    page = opened["two"]
+    page.timeline()
+    demo = view.reports[0].events
+    assert demo + view.reports[1].events == page.filter()
+    page.select(demo - 1, "event")
+    assert "demo.sse \u00b7 #44" in (page.page.text_content("#panel h2") or "")
+    page.select(demo, "state")  # the second source starts from its own empty state
+    assert {} == json.loads(page.page.text_content("#state") or "null")
+    page.page.click(".dtab[data-tab='event']")
+    assert "broken.jsonl \u00b7 #1" in (page.page.text_content("#panel h2") or "")
+    page.clean()
 
 
 def test_a_browser_har_shows_the_interrupt_and_the_request_that_continued(
