@@ -83,6 +83,7 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.replay": 20,
     "aguikit.doctor": 20,
     "aguikit.cli": 20,
+    "aguikit.view": 20,
     "aguikit.__main__": 21,
     # testing helpers judge through the check pass; the pytest plugin sits on them
     "aguikit.testing": 21,

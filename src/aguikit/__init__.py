@@ -23,6 +23,7 @@ The house, one floor per stage, each importing only the floors below it
 ``proxy``, ``replay``, ``doctor``   live traffic: forwarded and judged, recorded, served
                         back with faults, and what the infrastructure does to a stream
 ``cli``, ``reference``  the ``aguikit`` command and the rendered rule reference
+``view``                one offline HTML page of a run (``aguikit view``)
 
 Every error is an :class:`AguiError`.  The names below are loaded when first used, so
 ``import aguikit.transport`` (or any lower floor) does not load the floors above it.

@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
+import attrs
+
 from ._generated.registry import UNIONS
 from .catalogue import Severity, find_rule, suggest_rule
 from .checker import (
@@ -296,14 +298,27 @@ def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             specs.append(spec)
     fmt = args.format
     progress = _Progress(err, fmt == "text" and args.output is None and err.isatty())
-    checked = iter(_check_all([s for s in specs if s not in missing], config, args.jobs, progress))
+    readable = [s for s in specs if s not in missing]
+    page = None
+    if fmt == "html":  # the findings in the page that shows the run (aguikit view)
+        from .view import build_view
+
+        page = build_view(readable, config)
+        checked = iter(page.reports)
+    else:
+        checked = iter(_check_all(readable, config, args.jobs, progress))
     reports = [missing[s] if s in missing else next(checked) for s in specs]
     for report in reports:
         if report.unreadable is not None:
             err.write(f"aguikit: {report.unreadable}\n")
     terminal = Style.for_stream(out, no_color=args.no_color)
     # A report file never gets colour codes, whatever standard output is.
-    text = _render(fmt, reports, config, Style(False) if args.output else terminal)
+    if page is not None:
+        from .view import render_page
+
+        text = render_page(page, " ".join(readable), _version())
+    else:
+        text = _render(fmt, reports, config, Style(False) if args.output else terminal)
     if args.output is not None:
         try:
             Path(args.output).write_text(text, encoding="utf-8", errors="backslashreplace")
@@ -316,6 +331,49 @@ def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         out.write(text)
     return max((report.exit_code(config) for report in reports), default=EXIT_OK)
+
+
+# --- view -------------------------------------------------------------------------------
+
+
+def _run_view(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """
+    ``aguikit view``: the page of every readable source, written to ``--output``; a source
+    that cannot be read is reported as ``aguikit check`` reports it (exit 2), and no page
+    is written when none could be read.
+    """
+    from .view import build_view, render_page
+
+    config = _config(args)
+    if args.max_errors is None:  # a page shows everything after each violation
+        config = attrs.evolve(config, max_errors=sys.maxsize)
+    specs: list[str] = []
+    code = EXIT_OK
+    for spec in args.source:
+        try:
+            specs.extend(s for s in expand_sources([spec]) if s not in specs)
+        except Unreadable as exc:
+            err.write(f"aguikit: {exc}\n")
+            code = EXIT_UNREADABLE
+    view = build_view(specs, config)
+    readable = []
+    for spec, report in zip(specs, view.reports, strict=True):
+        if report.unreadable is not None:
+            err.write(f"aguikit: {report.unreadable}\n")
+            code = EXIT_UNREADABLE
+        else:
+            readable.append(spec)
+    if not readable:
+        return EXIT_UNREADABLE
+    page = render_page(view, " ".join(readable), _version())
+    try:
+        Path(args.output).write_text(page, encoding="utf-8", errors="backslashreplace")
+    except OSError as exc:
+        raise Unreadable(f"cannot write --output {args.output}: {exc.strerror or exc}") from None
+    events = sum(report.events for report in view.reports)
+    findings = sum(len(report.findings) for report in view.reports)
+    out.write(f"{args.output}: {events} events, {findings} findings\n")
+    return code
 
 
 # --- replay -----------------------------------------------------------------------------
@@ -625,7 +683,12 @@ def _parser() -> argparse.ArgumentParser:
         "a glob, a directory, - for stdin, or an agent URL",
     )
     endpoint_args(check)
-    check.add_argument("--format", choices=("text", "json", "sarif", "junit"), default="text")
+    check.add_argument(
+        "--format",
+        choices=("text", "json", "sarif", "junit", "html"),
+        default="text",
+        help="html: the page aguikit view writes, with the findings (the [view] extra)",
+    )
     check.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
     check.add_argument(
         "--strict", action="store_true", help="fail on warnings too (as --fail-on warning)"
@@ -650,6 +713,20 @@ def _parser() -> argparse.ArgumentParser:
         "--ignore", action="append", metavar="IDS", help="not these rules (ids or prefixes, ',')"
     )
     check.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="processes")
+    view = sub.add_parser(
+        "view",
+        help="write one offline HTML page showing the runs, state, conversation and findings",
+        description="Render sources (anything check reads) as one self-contained HTML file; "
+        "see docs/view.md. Needs the [view] extra (Jinja2).",
+    )
+    view.add_argument("source", nargs="+", metavar="SOURCE", help="as for check")
+    endpoint_args(view)
+    view.add_argument("--output", "-o", metavar="FILE", required=True, help="the page to write")
+    view.add_argument(
+        "--max-errors", type=int, metavar="N", help="stop reading a source after N errors (never)"
+    )
+    for name in ("select", "ignore"):
+        view.add_argument(f"--{name}", action="append", metavar="IDS", help=f"as check --{name}")
     replay = sub.add_parser("replay", help="print the conversation a stream materialises")
     convert = sub.add_parser("convert", help="re-encode a stream as SSE, JSONL or protobuf")
     for one_source in (replay, convert):
@@ -804,7 +881,7 @@ def main(argv: list[str] | None = None) -> int:
         over every source checked).
     """
     args = _parser().parse_args(argv)
-    if args.command in ("check", "replay", "demo"):
+    if args.command in ("check", "replay", "demo", "view"):
         _tune_collector()
     out, err = sys.stdout, sys.stderr
     for stream in (out, err):
@@ -828,6 +905,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run_proxy(args, out, err)
         if args.command == "doctor":
             return _run_doctor(args, out, err)
+        if args.command == "view":
+            return _run_view(args, out, err)
         config = _config(args)
         source = "<stdin>" if args.source == "-" else args.source
         if args.command == "convert":

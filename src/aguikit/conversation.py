@@ -44,10 +44,11 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
+import functools
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeAlias, TypeVar
 
 import attrs
 
@@ -78,6 +79,8 @@ __all__ = [
     "EventTime",
     "Exchange",
     "Recording",
+    "SessionFactory",
+    "Watching",
     "check_exchanges",
     "check_recording",
     "exchanges_of_example",
@@ -434,7 +437,7 @@ def read_har(source: str | Path, *, data: bytes | None = None) -> Recording:
 # --- judging ---------------------------------------------------------------------------------
 
 
-class _Watching(Session):
+class Watching(Session):
     """
     The checker's recovering session, watching two things the thread rules need: the
     messages it held just before each ``MESSAGES_SNAPSHOT`` (what the snapshot must agree
@@ -467,7 +470,7 @@ class _Judged:
     """One exchange after the checker's pass: what the thread rules read."""
 
     exchange: Exchange
-    session: _Watching | None = None
+    session: Watching | None = None
 
     @property
     def served(self) -> bool:
@@ -478,13 +481,30 @@ class _Judged:
         return [to_wire(m) for m in self.session.messages]
 
 
+SessionFactory: TypeAlias = Callable[..., "Watching"]
+"""Makes the checker's session for one exchange: called with the :class:`Exchange` and the
+session's keyword arguments; :class:`Watching` itself (ignoring the exchange) by default.
+``aguikit view`` passes a subclass that also keeps what each event changed."""
+
+
+def _watching(exchange: Exchange, **kwargs: Any) -> Watching:
+    return Watching(**kwargs)
+
+
 class _Thread:
     """The thread rules, over the judged exchanges of one thread."""
 
-    def __init__(self, report: SourceReport, config: CheckConfig, runs: list[RunSummary]) -> None:
+    def __init__(
+        self,
+        report: SourceReport,
+        config: CheckConfig,
+        runs: list[RunSummary],
+        make_session: SessionFactory = _watching,
+    ) -> None:
         self.report = report
         self.config = config
         self.runs = runs
+        self.make_session = make_session
 
     def add(
         self,
@@ -575,7 +595,9 @@ class _Thread:
         if not exchange.captured:
             self.add("AGUI-R014", exchange.number, render_message("AGUI-R014"))
             return judged  # nothing to judge, and no run the next request can be held to
-        session = seeded_session(exchange.request if valid else {}, _Watching)
+        session = seeded_session(
+            exchange.request if valid else {}, functools.partial(self.make_session, exchange)
+        )
         framing = exchange.framing
         if framing is None:
             self.add(
@@ -619,7 +641,7 @@ class _Thread:
         self.snapshots(exchange.number, session)
         return judged
 
-    def snapshots(self, number: int, session: _Watching) -> None:
+    def snapshots(self, number: int, session: Watching) -> None:
         """``AGUI-R008``: each MESSAGES_SNAPSHOT against the messages held before it."""
         for event, held, sent in session.before_snapshots:
             if not isinstance(sent, list):
@@ -989,6 +1011,8 @@ def check_exchanges(
     exchanges: Iterable[Exchange],
     source: str,
     config: CheckConfig | None = None,
+    *,
+    make_session: SessionFactory = _watching,
 ) -> SourceReport:
     """
     Judge a conversation: each exchange's request and response, then each thread's
@@ -1003,13 +1027,14 @@ def check_exchanges(
         exchanges: In the order they were sent (threads may interleave).
         source: The name the report carries (the file).
         config: As for ``aguikit check``.
+        make_session: The session each response is judged through (:data:`SessionFactory`).
 
     .. versionadded:: 0.5.0
     """
     config = config or CheckConfig()
     report = SourceReport(source, kind="conversation")
     runs: list[RunSummary] = []
-    rules = _Thread(report, config, runs)
+    rules = _Thread(report, config, runs, make_session)
     for thread in threads(exchanges).values():
         judged: list[_Judged] = []
         before: _Judged | None = None
@@ -1027,11 +1052,19 @@ def check_exchanges(
     return report
 
 
-def check_recording(spec: str, config: CheckConfig | None = None) -> SourceReport:
+def check_recording(
+    spec: str,
+    config: CheckConfig | None = None,
+    *,
+    make_session: SessionFactory = _watching,
+    seen: Callable[[Recording], None] | None = None,
+) -> SourceReport:
     """
     :func:`check_exchanges` over a HAR file; a file that cannot be read at all is the
     report's ``unreadable`` with its ``AGUI-R001`` finding, and a cut one is judged up to
     the cut, which is reported as ``AGUI-R001`` after its last complete exchange.
+    ``make_session`` as for :func:`check_exchanges`; ``seen`` hears the recording read
+    before it is judged (``aguikit view`` shows its requests and timing).
 
     .. versionadded:: 0.5.0
     """
@@ -1045,7 +1078,9 @@ def check_recording(spec: str, config: CheckConfig | None = None) -> SourceRepor
             "AGUI-R001", None, broken.message, kind="decode", byte_offset=where
         )
         return report
-    report = check_exchanges(recording.exchanges, spec, config)
+    if seen is not None:
+        seen(recording)
+    report = check_exchanges(recording.exchanges, spec, config, make_session=make_session)
     cut = recording.cut
     if cut is not None:
         after = len(recording.exchanges) + 1
@@ -1058,13 +1093,13 @@ def check_recording(spec: str, config: CheckConfig | None = None) -> SourceRepor
 _S = TypeVar("_S", bound=Session)
 
 
-def seeded_session(request: Any, kind: type[_S]) -> _S:
+def seeded_session(request: Any, kind: Callable[..., _S]) -> _S:
     """
     The checker's recovering session for a response, starting from what its request sent
     (the messages that parse, and the state): a result for a call the history made, or a
     delta to state the client sent, is then judged as the agent meant it.  ``kind`` is
-    :class:`~aguikit.session.Session` or a subclass; ``aguikit proxy`` judges each answer
-    live through one, as this module does afterwards.
+    :class:`~aguikit.session.Session`, a subclass, or a factory taking its keywords;
+    ``aguikit proxy`` judges each answer live through one, as this module does afterwards.
 
     .. versionadded:: 0.5.0
     """
