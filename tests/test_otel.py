@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.servers import Route, serve, serve_asgi
 
 from aguikit import _observe
+from aguikit.errors import SchemaValidationError
 from aguikit.models import TokenUsage
 from aguikit.otel import AguikitInstrumentor, Telemetry, usage_attributes
 from aguikit.server import RunWriter, create_app
@@ -441,6 +442,14 @@ def test_a_handler_that_sends_its_own_run_started_gets_the_trace_too(sdk: Sdk) -
         assert set(sent["metadata"]) == {"aguikit.otel"}
         assert sent["metadata"]["aguikit.otel"]["spanId"] == format(span.span_id, "016x")
     assert "metadata" not in wire  # the caller's dict is not changed
+
+    async def not_an_object() -> None:
+        async with RunWriter(run_input("run-y"), telemetry=sdk.telemetry()) as run:
+            with pytest.raises(SchemaValidationError) as refused:
+                await run.emit({**wire, "runId": "run-y", "metadata": "tenant t-1"})
+            assert refused.value.event_index == 0  # the schema's refusal, not a TypeError
+
+    asyncio.run(not_an_object())
 
 
 def test_an_agent_traces_a_frontend_tool_across_its_runs(sdk: Sdk) -> None:
