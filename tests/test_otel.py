@@ -755,14 +755,15 @@ def test_the_instrumentor_observes_every_run_until_uninstrumented(sdk: Sdk) -> N
     assert runs == ["run-i1", "run-i3"]
 
 
-def _python(code: str, **env: str) -> str:
-    """What ``code`` prints, run by this interpreter in a fresh process."""
+def _python(code: str, *command: str, **env: str) -> str:
+    """What ``code`` prints, run by this interpreter in a fresh process (behind
+    ``command``, a launcher such as ``opentelemetry-instrument``)."""
     import os
     import subprocess
     import sys
 
     return subprocess.run(
-        [sys.executable, "-c", code],
+        [*command, sys.executable, "-c", code],
         capture_output=True,
         text=True,
         check=True,
@@ -772,25 +773,29 @@ def _python(code: str, **env: str) -> str:
 
 
 def test_opentelemetry_instrument_discovers_and_applies_the_instrumentor() -> None:
-    """The ``opentelemetry_instrumentor`` entry point names the class, and the auto
-    instrumentation's own loader (what ``opentelemetry-instrument`` runs at start-up)
-    instruments it, unless ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` names ``aguikit``."""
+    """The ``opentelemetry_instrumentor`` entry point names the class, and the
+    ``opentelemetry-instrument`` launcher instruments it in the program it starts, unless
+    ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` names ``aguikit``."""
+    import sys
     from importlib.metadata import entry_points
+    from pathlib import Path
 
     (found,) = [e for e in entry_points(group="opentelemetry_instrumentor") if e.name == "aguikit"]
     assert found.load() is AguikitInstrumentor
 
+    launcher = Path(sys.executable).parent / "opentelemetry-instrument"
+    assert launcher.exists(), "opentelemetry-instrumentation is a test dependency"
     code = (
-        "from opentelemetry.instrumentation.auto_instrumentation import _load\n"
-        "from opentelemetry.instrumentation.distro import DefaultDistro\n"
         "from aguikit import _observe\n"
-        "from aguikit.otel import AguikitInstrumentor, Telemetry\n"
-        "_load._load_instrumentors(DefaultDistro())\n"
+        "from aguikit.otel import AguikitInstrumentor\n"
         "print(AguikitInstrumentor().is_instrumented_by_opentelemetry,"
         " type(_observe.installed()).__name__)"
     )
-    assert _python(code) == "True Telemetry"
-    assert _python(code, OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="aguikit") == "False NoneType"
+    quiet = {f"OTEL_{kind}_EXPORTER": "none" for kind in ("TRACES", "METRICS", "LOGS")}
+    assert _python(code, str(launcher), **quiet) == "True Telemetry"
+    disabled = {**quiet, "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "aguikit"}
+    assert _python(code, str(launcher), **disabled) == "False NoneType"
+    assert _python(code, **quiet) == "False NoneType"  # without the launcher, nothing
 
 
 def test_without_the_instrumentation_package_the_instrumentor_works_on_the_api() -> None:
