@@ -1116,7 +1116,8 @@ class RunWriter(EventWriter):
         telemetry: An :class:`aguikit.otel.Telemetry` observing this run (a span tree
             and metrics from the events it sends, ``docs/otel.md``); ``None`` uses the
             one ``AguikitInstrumentor().instrument()`` installed, if any.  Its trace id
-            rides in ``RUN_STARTED.metadata["aguikit.otel"]``.
+            rides in ``RUN_STARTED.metadata["aguikit.otel"]``, the writer's or one the
+            handler sends itself (beside the handler's own metadata).
         trace_headers: The request's headers, whose ``traceparent``/``tracestate`` the
             run's span continues (the endpoint passes them).
 
