@@ -882,13 +882,20 @@ def test_a_proxy_observes_an_exchange_with_its_own_timing(sdk: Sdk) -> None:
     from aguikit.wire import parse_event
 
     telemetry = sdk.telemetry()
-    observer = telemetry.observe(run_input("run-p"), side="proxy", headers={})
+    caller = "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"
+    observer = telemetry.observe(run_input("run-p"), side="proxy", headers={"traceparent": caller})
     assert observer is not None
-    assert observer.headers()["traceparent"].startswith("00-")
+    assert observer.headers()["traceparent"].startswith("00-" + "ab" * 16)
+    agent = "00-" + "ab" * 16 + "-" + "ef" * 8 + "-01"  # the agent's run span, as it says
     with _observe.observing(observer):
         observer.mark("agui.upstream.response")
         for wire in (
-            {"type": "RUN_STARTED", "threadId": THREAD, "runId": "run-p"},
+            {
+                "type": "RUN_STARTED",
+                "threadId": THREAD,
+                "runId": "run-p",
+                "metadata": {"aguikit.otel": {"traceparent": agent}},
+            },
             {"type": "RUN_FINISHED", "threadId": THREAD, "runId": "run-p"},
         ):
             observer.event(parse_event(wire))
@@ -896,6 +903,8 @@ def test_a_proxy_observes_an_exchange_with_its_own_timing(sdk: Sdk) -> None:
     (span,) = from_sdk(sdk.exporter.get_finished_spans())
     assert (span.kind, span.attributes["agui.run.outcome"]) == ("SERVER", "success")
     assert span.events == [("agui.upstream.response", {"agui.event.index": 0})]
+    assert span.parent_id == int("cd" * 8, 16)  # the caller's side
+    assert span.links == [int("ef" * 8, 16)]  # the agent's side
     assert sdk.metric("agui.runs") == {(("agui.run.outcome", "success"), ("agui.side", "proxy")): 1}
     with pytest.raises(ValueError, match="side must be one of"):
         telemetry.observe(run_input("run-q"), side="browser")

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Final
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from . import _observe
 from .catalogue import RULES_BY_SYMBOL
@@ -313,6 +314,10 @@ class Telemetry:
             span.set_attribute("agui.tool.unanswered", True)
             span.end()
 
+
+_W3C: Final = TraceContextTextMapPropagator()
+"""``RUN_STARTED.metadata`` carries a W3C ``traceparent`` whatever propagator the process
+configured for its headers."""
 
 _KINDS: Final = {"server": SpanKind.SERVER, "client": SpanKind.CLIENT, "proxy": SpanKind.SERVER}
 
@@ -584,6 +589,27 @@ class ObservedRun:
     def _run_started(self, event: Any) -> None:
         if event.protocol_version is not None:
             self.span.set_attribute("agui.protocol.version", event.protocol_version)
+        if self.side == "proxy":
+            self._link_upstream(event)
+
+    def _link_upstream(self, event: Any) -> None:
+        """
+        A proxy's exchange span links the agent's run span that the ``RUN_STARTED`` it
+        relays names (``metadata["aguikit.otel"]["traceparent"]``, an aguikit agent's), so
+        the exchange reaches both sides: its parent is the caller's span (the request's
+        ``traceparent``), its link the agent's run, whether or not the proxy forwarded
+        its own context upstream.
+        """
+        metadata = event.metadata
+        carried = metadata.get(METADATA_KEY) if isinstance(metadata, Mapping) else None
+        traceparent = carried.get("traceparent") if isinstance(carried, Mapping) else None
+        if not isinstance(traceparent, str):
+            return
+        upstream = trace.get_current_span(
+            _W3C.extract({"traceparent": traceparent})
+        ).get_span_context()
+        if upstream.is_valid:
+            self.span.add_link(upstream, {"agui.run.id": event.run_id})
 
     def _run_finished(self, event: Any) -> None:
         if event.run_id != self.run_id:  # an earlier run the stream replays first
