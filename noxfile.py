@@ -198,7 +198,7 @@ def typecheck(session: nox.Session) -> None:
     # SDK, the pytest plugin pytest, aguikit.otel the OpenTelemetry API; the protobuf stubs
     # type the generated agui_pb2.
     session.install(
-        "-e", ".[server,sdk,redis,testing,otel]", "mypy", "types-jsonschema", "types-protobuf"
+        "-e", ".[server,sdk,redis,testing,otel,proxy]", "mypy", "types-jsonschema", "types-protobuf"
     )
     session.run("mypy", "--strict", str(SRC))
 

@@ -46,8 +46,14 @@ def require_node() -> str:
     return node
 
 
-def run_http_agent(url: str, script: dict[str, Any]) -> dict[str, Any]:
-    """Run ``HttpAgent`` against ``url`` (see ``tests/node/run_http_agent.mjs``)."""
+def run_http_agent(url: str, script: dict[str, Any], *, crash_ok: bool = False) -> dict[str, Any]:
+    """
+    Run ``HttpAgent`` against ``url`` (see ``tests/node/run_http_agent.mjs``).
+
+    With ``crash_ok``, a Node process that dies (an error the client throws outside the
+    run's promise, as on a cut connection) is an outcome, not a test failure:
+    ``{"crashed": <the first line of its stderr>}``.
+    """
     node = require_node()
     done = subprocess.run(
         [node, str(NODE_DIR / "run_http_agent.mjs"), url, json.dumps(script)],
@@ -55,7 +61,9 @@ def run_http_agent(url: str, script: dict[str, Any]) -> dict[str, Any]:
         capture_output=True,
         text=True,
         timeout=120,
-        check=True,
+        check=not crash_ok,
     )
+    if done.returncode:
+        return {"crashed": (done.stderr.strip().splitlines() or [""])[0]}
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
