@@ -1088,3 +1088,55 @@ def test_the_readme_and_the_guide_show_the_scenarios_tree() -> None:
     root = Path(__file__).resolve().parent.parent
     for document in ("README.md", "docs/otel.md"):
         assert f"```text\n{TREE}```" in (root / document).read_text(encoding="utf-8"), document
+
+
+def test_the_proxy_traces_each_exchange_between_both_sides(sdk: Sdk) -> None:
+    """A UI's run through ``aguikit proxy`` to an aguikit agent: the exchange's span is the
+    UI's child, the request goes on unchanged (the agent's run is the UI's child too), the
+    exchange links the agent's run, and carries its own timing points; a broken answer's
+    finding is a span event on its exchange."""
+
+    import io
+
+    import httpx
+    from tests.test_proxy import HELLO, RUN, _sse
+
+    from aguikit import AgentClient
+    from aguikit.proxy import ProxyApp
+
+    async def handler(run_input: Any, run: RunWriter) -> None:
+        await run.say("Hello.", message_id="m-1")
+
+    agent_app = create_app(handler, telemetry=sdk.telemetry(agent_name="agent"))
+    broken = [HELLO[0], HELLO[2], HELLO[4]]  # content for a message never started
+    with serve_asgi(agent_app) as agent, serve() as raw:
+        url = raw.add("/agent", Route(_sse(broken)))
+        out = io.StringIO()
+        proxy_app = ProxyApp(agent + "/", out=out, telemetry=sdk.telemetry(agent_name="proxy"))
+        with serve_asgi(proxy_app, lifespan="on") as proxy:
+            ui = AgentClient(proxy + "/", telemetry=sdk.telemetry(agent_name="ui"))
+            updates = list(ui.run_sync(run_input("run-1")))
+        broken_app = ProxyApp(url, out=out, telemetry=sdk.telemetry(agent_name="proxy-2"))
+        with serve_asgi(broken_app, lifespan="on") as proxy:
+            httpx.post(proxy + "/", json=RUN)
+
+    assert updates[-1].event.type == "RUN_FINISHED"
+    nodes = {n.name: n for n in from_sdk(sdk.exporter.get_finished_spans())}
+    ui_run, exchange, agent_run = (
+        nodes["invoke_agent ui"],
+        nodes["invoke_agent proxy"],
+        nodes["invoke_agent agent"],
+    )
+    assert (ui_run.kind, exchange.kind, agent_run.kind) == ("CLIENT", "SERVER", "SERVER")
+    assert exchange.parent_id == ui_run.span_id
+    assert agent_run.parent_id == ui_run.span_id  # the request went on unchanged
+    assert exchange.links == [agent_run.span_id]
+    assert exchange.attributes["agui.run.outcome"] == "success"
+    names = [name for name, _ in exchange.events]
+    assert names == ["agui.upstream.response", "agui.upstream.first_byte"]
+    assert exchange.trace_id == ui_run.trace_id == agent_run.trace_id
+    second = nodes["invoke_agent proxy-2"]
+    findings = [attrs for name, attrs in second.events if name == "agui.finding"]
+    assert findings and findings[0]["agui.event.index"] == 1, second.events
+    assert findings[0]["agui.rule.id"].startswith("AGUI-V")
+    assert sdk.metric("agui.runs")[(("agui.run.outcome", "success"), ("agui.side", "proxy"))] == 2

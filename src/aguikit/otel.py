@@ -231,9 +231,10 @@ class Telemetry:
         when neither a tracer nor a meter would record anything.
 
         ``side`` is ``"server"`` (a ``SERVER`` span: the writer), ``"client"`` (``CLIENT``:
-        the clients) or ``"proxy"`` (``SERVER``: one span per proxied exchange, whose
-        :meth:`ObservedRun.headers` the proxy forwards upstream, so the agent's run
-        nests under it); it is also the metrics' ``agui.side``.
+        the clients) or ``"proxy"`` (``SERVER``: one span per proxied exchange, a child
+        of the caller's, linking the agent's run its ``RUN_STARTED`` names, since
+        ``aguikit proxy`` forwards the request unchanged); it is also the metrics'
+        ``agui.side``.
 
         Raises:
             ValueError: ``side`` is none of those.
