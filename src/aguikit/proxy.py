@@ -47,8 +47,10 @@ from typing import IO, Any, Final, TextIO
 import attrs
 import httpx
 
+from . import _observe
 from .catalogue import RULES_BY_ID, render_message
 from .checker import CheckConfig, Finding, StreamCheck, Where
+from .chunks import ChunkNormalizer
 from .conversation import Exchange, check_exchanges, check_request, seeded_session
 from .errors import AguiError, DecodeError, TransportError
 from .jsonio import loads
@@ -62,6 +64,7 @@ from .transport.proto import FrameDecoder
 from .transport.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
 from .transport.sse import SSEDecoder, frame_object
 from .validate import is_valid
+from .wire import parse_event
 
 __all__ = [
     "Flow",
@@ -439,6 +442,11 @@ class ProxyApp:
         config: Which rules and limits judge the traffic (``aguikit check``'s settings).
         validate: ``False`` forwards and records without judging (the benchmark's
             baseline, and a user who only wants the recording).
+        telemetry: An :class:`aguikit.otel.Telemetry`: one ``SERVER`` span per run
+            exchange (``docs/otel.md``, "The proxy"), a child of the caller's
+            ``traceparent``, linking the agent's run, with the exchange's own timing
+            points; ``None`` uses the one ``AguikitInstrumentor().instrument()``
+            installed, if any.  The request is forwarded unchanged either way.
 
     .. versionadded:: 0.5.0
     """
@@ -452,8 +460,10 @@ class ProxyApp:
         config: CheckConfig | None = None,
         validate: bool = True,
         timeout: float | None = None,
+        telemetry: _observe.Observe | None = None,
     ) -> None:
         self.upstream = upstream
+        self.telemetry = telemetry
         self.out = out if out is not None else sys.stdout
         self.config = config or CheckConfig()
         self.validate = validate
@@ -549,7 +559,8 @@ class ProxyApp:
         )
         self.summary.exchanges += 1
         self._request(exchange)
-        forward = asyncio.ensure_future(self._forward(exchange, send))
+        observer = self._observer(exchange, scope["headers"])
+        forward = asyncio.ensure_future(self._forward(exchange, send, observer))
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
             await asyncio.wait({forward, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -561,6 +572,8 @@ class ProxyApp:
                     await forward
             gone.cancel()
             self._finish(exchange)
+            if observer is not None:
+                observer.end()  # the span ends with the last byte the UI got
         if exchange.request is not None and self.validate:
             judging = asyncio.ensure_future(asyncio.to_thread(self._thread_rules, exchange))
             self._judging.add(judging)
@@ -574,6 +587,17 @@ class ProxyApp:
                 self._judging.discard(judging)
         # An upstream cut mid-body returns without the body's end: uvicorn then closes the
         # UI's connection without the final chunk, the same cut the UI would have seen.
+
+    def _observer(
+        self, exchange: Flow, headers: list[tuple[bytes, bytes]]
+    ) -> _observe.RunObserver | None:
+        """The telemetry's observer of a run request's exchange (``None`` for any other
+        request, or without telemetry)."""
+        request = exchange.request
+        if request is None or not isinstance(request.request, dict):
+            return None
+        carrier = {n.decode("latin-1"): v.decode("latin-1") for n, v in headers}
+        return _observe.observe(self.telemetry, request.request, side="proxy", headers=carrier)
 
     # -- the request -------------------------------------------------------------------------
 
@@ -646,7 +670,9 @@ class ProxyApp:
 
     # -- the answer ----------------------------------------------------------------------
 
-    async def _forward(self, exchange: Flow, send: Send) -> None:
+    async def _forward(
+        self, exchange: Flow, send: Send, observer: _observe.RunObserver | None
+    ) -> None:
         try:
             async with aforward(
                 self._http(),
@@ -655,8 +681,10 @@ class ProxyApp:
                 exchange.request_headers,
                 exchange.request_body,
             ) as response:
-                await self._answer(exchange, response, send)
+                await self._answer(exchange, response, send, observer)
         except TransportError as failed:
+            if observer is not None:
+                observer.failed(failed)
             if exchange.status:
                 return  # mid-body: already judged and recorded by _answer
             self.report(exchange, _findings(self.config, failed.rule, "transport", str(failed)))
@@ -676,7 +704,13 @@ class ProxyApp:
             await send({"type": "http.response.body", "body": text})
             exchange.complete = True
 
-    async def _answer(self, exchange: Flow, response: httpx.Response, send: Send) -> None:
+    async def _answer(
+        self,
+        exchange: Flow,
+        response: httpx.Response,
+        send: Send,
+        observer: _observe.RunObserver | None,
+    ) -> None:
         headers = [(n, v) for n, v in response.headers.raw if n.lower() not in HOP_BY_HOP]
         exchange.status, exchange.reason = response.status_code, response.reason_phrase
         exchange.http_version = response.http_version
@@ -687,11 +721,17 @@ class ProxyApp:
             {"type": "http.response.start", "status": response.status_code, "headers": headers}
         )
         exchange.first_byte = time.perf_counter()
-        watch = _Watch(self, exchange, media, encoding)
+        if observer is not None:
+            observer.mark("agui.upstream.response")
+        watch = _Watch(self, exchange, media, encoding, observer)
         started = exchange.started
+        first = observer is not None
         try:
             async for chunk in aread(response):
                 upstream = time.perf_counter()
+                if first and observer is not None:
+                    observer.mark("agui.upstream.first_byte")
+                    first = False
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 watch.chunk(
                     chunk, (upstream - started) * 1000, (time.perf_counter() - started) * 1000
@@ -760,10 +800,17 @@ class _Watch:
     """One answer judged and timed on the side of the forwarding."""
 
     def __init__(
-        self, proxy: ProxyApp, exchange: Flow, media: str | None, encoding: str | None
+        self,
+        proxy: ProxyApp,
+        exchange: Flow,
+        media: str | None,
+        encoding: str | None,
+        observer: _observe.RunObserver | None = None,
     ) -> None:
         self.proxy = proxy
         self.exchange = exchange
+        self.observer = observer
+        self.normalizer = ChunkNormalizer() if observer is not None else None
         kind = _MEDIA_KINDS.get(media or "")
         self.judging = proxy.validate
         answered = 200 <= exchange.status < 300
@@ -777,7 +824,7 @@ class _Watch:
             self.inflate = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header
         elif encoding not in (None, "identity"):
             kind = None  # br, zstd: forwarded and recorded, not read
-        if not proxy.validate and proxy.recorder is None:
+        if not proxy.validate and proxy.recorder is None and observer is None:
             kind = None  # nothing reads the events: forwarding alone
         self.events = _Events(kind, exchange.url, proxy.config) if kind is not None else None
         self.check = (
@@ -811,12 +858,32 @@ class _Watch:
         self.proxy._record(exchange)
 
     def _judge(self, wire: dict[str, Any], where: Where) -> None:
+        if self.observer is not None:
+            self._tell(wire)
         if not self.judging or self.check is None:
             return
         try:
-            self.proxy.report(self.exchange, self.check.feed(wire, where))
+            found = self.check.feed(wire, where)
+            self.proxy.report(self.exchange, found)
         except Exception as exc:  # judging never breaks forwarding
             self._stop(exc)
+            return
+        if self.observer is not None:
+            for finding in found:
+                rule = RULES_BY_ID.get(finding.rule)
+                at = finding.event - 1 if finding.event is not None else None
+                self.observer.warning(rule.symbol if rule is not None else finding.rule, at)
+
+    def _tell(self, wire: dict[str, Any]) -> None:
+        """The relayed event, typed and chunk-expanded, to the telemetry; one it cannot
+        read (the judging reports why) is left out of the spans."""
+        assert self.observer is not None and self.normalizer is not None
+        try:
+            expanded = self.normalizer.normalize(parse_event(wire))
+        except AguiError:
+            return
+        for event in expanded:
+            self.observer.event(event)
 
     def _stop(self, exc: BaseException) -> None:
         if self.judging:
