@@ -782,14 +782,22 @@ class _Watch:
             self.check = StreamCheck(exchange.url, proxy.config, session=exchange.session)
 
     def chunk(self, raw: bytes, upstream_ms: float, downstream_ms: float) -> None:
+        """
+        One read, already written downstream: recorded, decoded and judged.  The body and
+        the per-event times are kept only for the recording (the thread rules read the
+        live check's fold, never the body), and a read's events are judged together, their
+        findings printed together.
+        """
         exchange = self.exchange
-        try:
-            data = self.inflate.decompress(raw) if self.inflate is not None else raw
-        except zlib.error as exc:
-            self.inflate = None
-            self._stop(exc)
-            data = raw
-        if self.proxy.recorder is not None or self.proxy.validate:
+        data = raw
+        if self.inflate is not None:
+            try:
+                data = self.inflate.decompress(raw)
+            except zlib.error as exc:
+                self.inflate = None
+                self._stop(exc)
+        recording = self.proxy.recorder is not None
+        if recording:
             exchange.body += data
         if self.events is not None:
             try:
@@ -799,19 +807,38 @@ class _Watch:
             except Exception as exc:  # judging never breaks forwarding
                 self._stop(exc)
             else:
-                for wire, where, end in found:
-                    exchange.events.append((end, upstream_ms, downstream_ms))
-                    self.proxy.summary.events += 1
-                    self._judge(wire, where)
-        self.proxy._record(exchange)
+                if found:
+                    self._take(found, upstream_ms, downstream_ms)
+        if recording:
+            self.proxy._record(exchange)
 
-    def _judge(self, wire: dict[str, Any], where: Where) -> None:
-        if not self.judging or self.check is None:
+    def _take(
+        self,
+        found: list[tuple[dict[str, Any], Where, int]],
+        upstream_ms: float,
+        downstream_ms: float,
+    ) -> None:
+        """Count, time (for the recording) and judge the events one read completed."""
+        self.proxy.summary.events += len(found)
+        if self.proxy.recorder is not None:
+            self.exchange.events += [(end, upstream_ms, downstream_ms) for _, _, end in found]
+        check = self.check
+        if not self.judging or check is None:
             return
+        findings: list[Finding] = []
+        failed: Exception | None = None
         try:
-            self.proxy.report(self.exchange, self.check.feed(wire, where))
+            for wire, where, _ in found:
+                findings += check.feed(wire, where)
         except Exception as exc:  # judging never breaks forwarding
-            self._stop(exc)
+            failed = exc
+        try:
+            if findings:
+                self.proxy.report(self.exchange, findings)
+        except Exception as exc:
+            failed = failed or exc
+        if failed is not None:
+            self._stop(failed)
 
     def _stop(self, exc: BaseException) -> None:
         if self.judging:
@@ -834,16 +861,14 @@ class _Watch:
         """The answer ended (``cut``: the upstream connection broke first)."""
         if self.events is not None and cut is None:
             try:
-                for wire, where, end in self.events.feed(None):
-                    self.exchange.events.append((end, 0.0, 0.0))
-                    self.proxy.summary.events += 1
-                    self._judge(wire, where)
+                found = self.events.feed(None)
             except DecodeError as exc:
                 self._close(exc)
                 return
             except Exception as exc:
                 self._stop(exc)
                 return
+            self._take(found, 0.0, 0.0)
         self._close(cut)
 
 
