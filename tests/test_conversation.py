@@ -29,14 +29,17 @@ import pytest
 from tests.support import jsonl_bytes, sse_bytes
 
 from aguikit.catalogue import RULES_BY_ID, Severity
-from aguikit.checker import CheckConfig, Finding
+from aguikit.checker import CheckConfig, Finding, StreamCheck, open_events
 from aguikit.cli import main
 from aguikit.conversation import (
     Exchange,
+    Judged,
     check_exchanges,
     check_recording,
     exchanges_of_example,
     is_recording,
+    judge_ended,
+    live_session,
     read_har,
 )
 from aguikit.errors import DecodeError
@@ -999,3 +1002,40 @@ def test_a_real_servers_frontend_tool_call_must_be_answered_in_the_next_turn() -
     second = careful.run(tools=[confirm])
 
     assert "Thanks, noted: confirmed." in second.text()
+
+
+def _live(conversation: Sequence[Mapping[str, Any]]) -> list[tuple[int | None, str, str]]:
+    """What ``aguikit proxy`` finds as the exchanges pass: each response folded once by the
+    live check (:func:`live_session`, :class:`StreamCheck` fed event by event), then the
+    thread rules on that fold (:func:`judge_ended`) against the last run served."""
+    found: list[tuple[int | None, str, str]] = []
+    before: Judged | None = None
+    for exchange in exchanges_of_example(conversation):
+        session = live_session(exchange.request)
+        check = StreamCheck("live", session=session)
+        for event in open_events("live.sse", data=exchange.body):
+            check.feed(event)
+        check.close()
+        current = Judged.live(exchange, session)
+        found += [(exchange.number, f.rule, f.message) for f in judge_ended(current, before)]
+        if current.served:
+            before = current
+    return found
+
+
+@pytest.mark.parametrize("rule", sorted(CASES), ids=sorted(CASES))
+def test_the_live_thread_rules_find_what_the_whole_conversation_finds(rule: str) -> None:
+    """On both conversations of each rule, the thread rules applied as each live answer
+    ends, on the live check's own fold, find exactly the thread findings
+    :func:`check_exchanges` finds reading the whole conversation (less the request's own
+    and the stream's, which the live path reports as they pass), in the same order."""
+    for conversation in CASES[rule]:
+        whole = [
+            (f.exchange, f.rule, f.message)
+            for f in _findings(conversation)
+            if f.rule.startswith("AGUI-R")
+            and f.rule != "AGUI-R002"
+            and not (f.rule == "AGUI-R010" and f.event_type == "RunAgentInput")
+        ]
+
+        assert whole == _live(conversation)

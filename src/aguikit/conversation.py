@@ -64,7 +64,7 @@ from .checker import (
     check_bytes,
     is_recording,
 )
-from .errors import AguiError, DecodeError
+from .errors import AguiError, DecodeError, SchemaIssue
 from .jsonio import escape_pointer, iter_documents, loads
 from .receiver import version_key
 from .session import Session, Update
@@ -78,6 +78,7 @@ from .wire import parse_message, to_wire
 __all__ = [
     "EventTime",
     "Exchange",
+    "Judged",
     "Recording",
     "SessionFactory",
     "Watching",
@@ -85,6 +86,8 @@ __all__ = [
     "check_recording",
     "exchanges_of_example",
     "is_recording",
+    "judge_ended",
+    "live_session",
     "read_har",
     "threads",
 ]
@@ -437,6 +440,18 @@ def read_har(source: str | Path, *, data: bytes | None = None) -> Recording:
 # --- judging ---------------------------------------------------------------------------------
 
 
+def _input_issues(body: dict[str, Any]) -> Iterator[SchemaIssue]:
+    """
+    The schema issues of a request body as ``RunAgentInput``: strict (an undeclared member
+    is the consumer's to strip before sending), except for a request declaring a newer
+    version than aguikit speaks, whose additions are legal in its version.
+    """
+    declared = body.get("protocolVersion")
+    key = version_key(declared) if isinstance(declared, str) else None
+    strict = key is None or _OWN_VERSION is None or key <= _OWN_VERSION
+    return iter_schema_errors(body, "RunAgentInput", strict=strict)
+
+
 class Watching(Session):
     """
     The checker's recovering session, watching two things the thread rules need: the
@@ -466,11 +481,30 @@ class Watching(Session):
 
 
 @attrs.define
-class _Judged:
-    """One exchange after the checker's pass: what the thread rules read."""
+class Judged:
+    """
+    One exchange after the checker's pass over its response: what the thread rules read
+    (the exchange, and the session that folded its response, ``None`` when it was refused
+    or could not be read).  :func:`judge_ended` returns one for a caller that keeps it as
+    the thread's previous exchange (``aguikit proxy``).
+
+    .. versionadded:: 0.5.0
+    """
 
     exchange: Exchange
     session: Watching | None = None
+
+    @classmethod
+    def live(cls, exchange: Exchange, session: Session | None) -> Judged:
+        """
+        ``exchange`` whose response a live check folded into ``session`` (the one
+        :func:`live_session` made): kept as the session only when the response was served
+        (2xx) and read (``None``, or a session not made there: nothing to hold the next
+        request to).
+        """
+        if 200 <= exchange.status < 300 and isinstance(session, Watching):
+            return cls(exchange, session)
+        return cls(exchange)
 
     @property
     def served(self) -> bool:
@@ -563,12 +597,7 @@ class _Thread:
             self.add("AGUI-R002", number, render_message("AGUI-R002", detail=detail), pointer="")
             return False
         valid = True
-        # A newer consumer's request may carry members this schema does not know yet:
-        # legal in its version, so only what this schema declares is judged there.
-        declared = body.get("protocolVersion")
-        key = version_key(declared) if isinstance(declared, str) else None
-        strict = key is None or _OWN_VERSION is None or key <= _OWN_VERSION
-        for issue in iter_schema_errors(body, "RunAgentInput", strict=strict):
+        for issue in _input_issues(body):
             valid = False
             self.add(
                 "AGUI-R002",
@@ -587,9 +616,9 @@ class _Thread:
             )
         return valid
 
-    def response(self, exchange: Exchange, valid: bool) -> _Judged:
+    def response(self, exchange: Exchange, valid: bool) -> Judged:
         """The checker's pass over the response, its findings moved into this report."""
-        judged = _Judged(exchange)
+        judged = Judged(exchange)
         if not 200 <= exchange.status < 300:
             return judged  # refused: nothing streamed (AGUI-R011 judges why, below)
         if not exchange.captured:
@@ -628,18 +657,23 @@ class _Thread:
             self.report.findings.append(moved)
         self.report.events += report.events
         self.runs.extend(attrs.evolve(run, number=run.number + offset) for run in report.runs)
+        judged.session = session
+        self.folded(exchange.number, session)
+        return judged
+
+    def folded(self, number: int, session: Watching) -> None:
+        """What a response's own fold says to the thread rules: ``AGUI-R010`` for a
+        producer that declared no version, ``AGUI-R008`` for each snapshot."""
         for started in session.started:
             if "protocolVersion" not in started:
                 self.add(
                     "AGUI-R010",
-                    exchange.number,
+                    number,
                     render_message("AGUI-R010", side="the producer's RUN_STARTED"),
                     pointer="/protocolVersion",
                     event_type="RUN_STARTED",
                 )
-        judged.session = session
-        self.snapshots(exchange.number, session)
-        return judged
+        self.snapshots(number, session)
 
     def snapshots(self, number: int, session: Watching) -> None:
         """``AGUI-R008``: each MESSAGES_SNAPSHOT against the messages held before it."""
@@ -659,7 +693,7 @@ class _Thread:
 
     # -- across exchanges -----------------------------------------------------------------
 
-    def follows(self, before: _Judged, after: Exchange) -> None:
+    def follows(self, before: Judged, after: Exchange) -> None:
         """
         Everything ``after``'s request owes the run ``before`` answered with.
 
@@ -753,7 +787,7 @@ class _Thread:
             )
 
     def pending(
-        self, number: int, before: _Judged, body: Mapping[str, Any], interrupts: Sequence[Interrupt]
+        self, number: int, before: Judged, body: Mapping[str, Any], interrupts: Sequence[Interrupt]
     ) -> None:
         """
         ``AGUI-R007``: the tool calls a successful run left pending, answered by tool
@@ -845,8 +879,9 @@ class _Thread:
                         event_type="RunAgentInput",
                     )
 
-    def versions(self, judged: list[_Judged]) -> None:
-        """``AGUI-R011`` and ``AGUI-R012``: what each side declared, across the thread."""
+    def versions(self, judged: list[Judged], *, last: bool = False) -> None:
+        """``AGUI-R011`` and ``AGUI-R012``: what each side declared, across the thread
+        (``last``: said of the last exchange only, the others judged already)."""
         spoken = [
             str(s["protocolVersion"])
             for j in judged
@@ -855,7 +890,7 @@ class _Thread:
             if isinstance(s.get("protocolVersion"), str)
         ]
         own = [k for k in map(version_key, spoken) if k is not None]
-        for item in judged:
+        for item in judged[-1:] if last else judged:
             body = item.exchange.request
             declared = body.get("protocolVersion") if isinstance(body, dict) else None
             key = version_key(declared) if isinstance(declared, str) else None
@@ -906,7 +941,7 @@ def _ident(item: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _refusal(item: _Judged) -> str | None:
+def _refusal(item: Judged) -> str | None:
     """How an exchange was refused before its run started, if it was."""
     status = item.exchange.status
     if not 200 <= status < 300:
@@ -1036,8 +1071,8 @@ def check_exchanges(
     runs: list[RunSummary] = []
     rules = _Thread(report, config, runs, make_session)
     for thread in threads(exchanges).values():
-        judged: list[_Judged] = []
-        before: _Judged | None = None
+        judged: list[Judged] = []
+        before: Judged | None = None
         for exchange in thread:
             valid = rules.request(exchange)
             item = rules.response(exchange, valid)
@@ -1132,4 +1167,48 @@ def check_request(exchange: Exchange, config: CheckConfig | None = None) -> list
     """
     report = SourceReport("request", kind="conversation")
     _Thread(report, config or CheckConfig(), []).request(exchange)
+    return report.findings
+
+
+def live_session(request: Any) -> Session:
+    """
+    The session to feed one response's events to as they arrive (``aguikit proxy``'s live
+    check, :class:`aguikit.checker.StreamCheck`), so that :func:`judge_ended` can apply
+    the thread rules to what it folded instead of reading the response again: the
+    checker's recovering session seeded from the request when it is a valid
+    ``RunAgentInput`` (as :func:`check_exchanges` seeds it), watching the snapshots, starts
+    and finishes the thread rules read.
+
+    .. versionadded:: 0.5.0
+    """
+    valid = isinstance(request, dict) and next(_input_issues(request), None) is None
+    return seeded_session(request if valid else {}, Watching)
+
+
+def judge_ended(
+    current: Judged, before: Judged | None, config: CheckConfig | None = None
+) -> list[Finding]:
+    """
+    The thread rules for one exchange whose response was judged live and has ended
+    (``current``, from :meth:`Judged.live`): what its own fold says (``AGUI-R008``, the
+    producer's ``AGUI-R010``) and what its request owed ``before``, the thread's previous
+    exchange (``AGUI-R003``-``R007``, ``R009``, ``R011``-``R013``).  These are the findings
+    :func:`check_exchanges` gives this exchange after ``before``, less the request's own
+    (:func:`check_request`) and the stream's (the live check's), in the same order.
+
+    Nothing is read again: the thread rules read the sessions the live checks folded, so
+    there is one fold per response, and their cost is that of the messages compared, not
+    of the events streamed.
+
+    .. versionadded:: 0.5.0
+    """
+    report = SourceReport(current.exchange.url or "exchange", kind="conversation")
+    rules = _Thread(report, config or CheckConfig(), [])
+    exchange = current.exchange
+    if current.session is not None:
+        rules.folded(exchange.number, current.session)
+    if before is not None and before.served and isinstance(exchange.request, dict):
+        rules.follows(before, exchange)
+    rules.versions([current] if before is None else [before, current], last=True)
+    report.findings.sort(key=lambda f: f.event or 0)
     return report.findings

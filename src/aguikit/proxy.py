@@ -51,7 +51,7 @@ from . import _observe
 from .catalogue import RULES_BY_ID, render_message
 from .checker import CheckConfig, Finding, StreamCheck, Where
 from .chunks import ChunkNormalizer
-from .conversation import Exchange, check_exchanges, check_request, seeded_session
+from .conversation import Exchange, Judged, check_request, judge_ended, live_session
 from .errors import AguiError, DecodeError, TransportError
 from .jsonio import loads
 from .proto import decode_message
@@ -63,7 +63,6 @@ from .transport.proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from .transport.proto import FrameDecoder
 from .transport.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
 from .transport.sse import SSEDecoder, frame_object
-from .validate import is_valid
 from .wire import parse_event
 
 __all__ = [
@@ -173,6 +172,9 @@ class Flow:
     error: str | None = None
     request: Exchange | None = None
     """The request as the conversation reader has it, once judged."""
+    session: Session | None = None
+    """The session the live check folded the answer into, for the thread rules (``None``
+    when the answer was not read, or its judging failed)."""
 
     def har(self) -> dict[str, Any]:
         """The HAR 1.2 entry, with aguikit's timing under ``_aguikit``."""
@@ -476,7 +478,7 @@ class ProxyApp:
             self.recorder = HarRecorder(record, {"name": "aguikit", "version": __version__})
         self._numbers = itertools.count(1)
         self._client: httpx.AsyncClient | None = None
-        self._threads: dict[str | None, Exchange] = {}  # each thread's last served exchange
+        self._threads: dict[str | None, Judged] = {}  # each thread's last exchange, judged
         self._judging: set[asyncio.Future[list[Finding]]] = set()  # thread rules running
 
     # -- plumbing --------------------------------------------------------------------------
@@ -575,7 +577,8 @@ class ProxyApp:
             if observer is not None:
                 observer.end()  # the span ends with the last byte the UI got
         if exchange.request is not None and self.validate:
-            judging = asyncio.ensure_future(asyncio.to_thread(self._thread_rules, exchange))
+            ended = self._ended(exchange)
+            judging = asyncio.ensure_future(asyncio.to_thread(self._thread_rules, *ended))
             self._judging.add(judging)
             try:
                 found = await judging
@@ -628,45 +631,42 @@ class ProxyApp:
             return []
         return check_request(flow.request, config)
 
-    def _thread_rules(self, flow: Flow) -> list[Finding]:
+    def _ended(self, flow: Flow) -> tuple[Judged, Judged | None]:
         """
-        The thread rules between this run and the thread's previous one (an interrupt left
-        unanswered, an encrypted value not returned, a history re-minted...), judged by
-        :func:`aguikit.conversation.check_exchanges` on the two exchanges once this one's
-        answer has ended; only the ``AGUI-R`` findings about this exchange are new (its
-        request was judged as it passed, its events as they arrived).
+        ``flow`` as the thread rules have it once its answer ended (its request and what the
+        live check folded), and the thread's previous exchange; a complete answer that
+        served a run becomes the thread's last exchange.  Taken here, on the event loop, so
+        the threads kept change in one place and the next request always finds this one.
         """
         request = flow.request
-        if request is None or not self.validate or not isinstance(request.request, dict):
-            return []
-        current = attrs.evolve(
-            request,
-            body=bytes(flow.body),
-            status=flow.status,
-            media_type=flow.media,
-            complete=flow.complete,
+        assert request is not None
+        current = Judged.live(
+            attrs.evolve(
+                request, status=flow.status, media_type=flow.media, complete=flow.complete
+            ),
+            flow.session,
         )
-        before = self._threads.get(flow.thread_id)
-        pair = (
-            [current]
-            if before is None
-            else [attrs.evolve(before, number=1), attrs.evolve(current, number=2)]
-        )
-        if 200 <= flow.status < 300 and flow.complete:
-            threads = self._threads
+        threads = self._threads
+        before = threads.get(flow.thread_id)
+        if current.served and flow.complete and isinstance(request.request, dict):
+            # as check_exchanges holds a request to the last run served before it
             threads.pop(flow.thread_id, None)  # the most recent thread goes last
             threads[flow.thread_id] = current
             while len(threads) > THREADS_KEPT:  # the least recently active thread goes
                 del threads[next(iter(threads))]
-        report = check_exchanges(pair, flow.url, self.config)
-        return [
-            f
-            for f in report.findings
-            if f.exchange == len(pair)
-            and f.rule.startswith("AGUI-R")
-            and f.rule != "AGUI-R002"
-            and not (f.rule == "AGUI-R010" and f.event_type == "RunAgentInput")
-        ]
+        return current, before
+
+    def _thread_rules(self, current: Judged, before: Judged | None) -> list[Finding]:
+        """
+        The thread rules between this run and the thread's previous one (an interrupt left
+        unanswered, an encrypted value not returned, a history re-minted...), by
+        :func:`aguikit.conversation.judge_ended` on what the live checks folded (no answer
+        is read twice); only the ``AGUI-R`` findings about this exchange are new (its
+        request was judged as it passed, its events as they arrived).
+        """
+        if not isinstance(current.exchange.request, dict):
+            return []
+        return judge_ended(current, before, self.config)
 
     # -- the answer ----------------------------------------------------------------------
 
@@ -775,13 +775,6 @@ async def _disconnected(receive: Receive) -> None:
         pass
 
 
-def _seeded(flow: Flow) -> Session:
-    """The live check's session, starting from what the request sent (as
-    ``aguikit check`` on the recording starts it)."""
-    request = flow.request.request if flow.request is not None else None
-    return seeded_session(request if is_valid(request, "RunAgentInput") else {}, Session)
-
-
 def _findings(
     config: CheckConfig,
     rule: str,
@@ -827,21 +820,31 @@ class _Watch:
         if not proxy.validate and proxy.recorder is None and observer is None:
             kind = None  # nothing reads the events: forwarding alone
         self.events = _Events(kind, exchange.url, proxy.config) if kind is not None else None
-        self.check = (
-            StreamCheck(exchange.url, proxy.config, session=_seeded(exchange))
-            if self.events is not None and proxy.validate
-            else None
-        )
+        self.check: StreamCheck | None = None
+        if self.events is not None and proxy.validate:
+            # The live check folds into the session the thread rules read when the answer
+            # ends (aguikit.conversation.judge_ended): one fold per answer.
+            request = exchange.request.request if exchange.request is not None else None
+            exchange.session = live_session(request)
+            self.check = StreamCheck(exchange.url, proxy.config, session=exchange.session)
 
     def chunk(self, raw: bytes, upstream_ms: float, downstream_ms: float) -> None:
+        """
+        One read, already written downstream: recorded, decoded and judged.  The body and
+        the per-event times are kept only for the recording (the thread rules read the
+        live check's fold, never the body), and a read's events are judged together, their
+        findings printed together.
+        """
         exchange = self.exchange
-        try:
-            data = self.inflate.decompress(raw) if self.inflate is not None else raw
-        except zlib.error as exc:
-            self.inflate = None
-            self._stop(exc)
-            data = raw
-        if self.proxy.recorder is not None or self.proxy.validate:
+        data = raw
+        if self.inflate is not None:
+            try:
+                data = self.inflate.decompress(raw)
+            except zlib.error as exc:
+                self.inflate = None
+                self._stop(exc)
+        recording = self.proxy.recorder is not None
+        if recording:
             exchange.body += data
         if self.events is not None:
             try:
@@ -851,25 +854,43 @@ class _Watch:
             except Exception as exc:  # judging never breaks forwarding
                 self._stop(exc)
             else:
-                for wire, where, end in found:
-                    exchange.events.append((end, upstream_ms, downstream_ms))
-                    self.proxy.summary.events += 1
-                    self._judge(wire, where)
-        self.proxy._record(exchange)
+                if found:
+                    self._take(found, upstream_ms, downstream_ms)
+        if recording:
+            self.proxy._record(exchange)
 
-    def _judge(self, wire: dict[str, Any], where: Where) -> None:
+    def _take(
+        self,
+        found: list[tuple[dict[str, Any], Where, int]],
+        upstream_ms: float,
+        downstream_ms: float,
+    ) -> None:
+        """Count, time (for the recording) and judge the events one read completed."""
+        self.proxy.summary.events += len(found)
+        if self.proxy.recorder is not None:
+            self.exchange.events += [(end, upstream_ms, downstream_ms) for _, _, end in found]
         if self.observer is not None:
-            self._tell(wire)
-        if not self.judging or self.check is None:
+            for wire, _, _ in found:
+                self._tell(wire)
+        check = self.check
+        if not self.judging or check is None:
             return
+        findings: list[Finding] = []
+        failed: Exception | None = None
         try:
-            found = self.check.feed(wire, where)
-            self.proxy.report(self.exchange, found)
+            for wire, where, _ in found:
+                findings += check.feed(wire, where)
         except Exception as exc:  # judging never breaks forwarding
-            self._stop(exc)
-            return
+            failed = exc
+        try:
+            if findings:
+                self.proxy.report(self.exchange, findings)
+        except Exception as exc:
+            failed = failed or exc
+        if failed is not None:
+            self._stop(failed)
         if self.observer is not None:
-            for finding in found:
+            for finding in findings:
                 rule = RULES_BY_ID.get(finding.rule)
                 at = finding.event - 1 if finding.event is not None else None
                 self.observer.warning(rule.symbol if rule is not None else finding.rule, at)
@@ -890,6 +911,7 @@ class _Watch:
             self.proxy.internal(self.exchange, exc)
         self.judging = False
         self.events = None
+        self.exchange.session = None  # half a fold: no thread rules on it
 
     def _close(self, failure: DecodeError | TransportError | None) -> None:
         check, self.check, events, self.events = self.check, None, self.events, None
@@ -898,22 +920,21 @@ class _Watch:
         try:
             self.proxy.report(self.exchange, check.close(failure))
         except Exception as exc:  # judging never breaks forwarding
+            self.exchange.session = None
             self.proxy.internal(self.exchange, exc)
 
     def end(self, cut: TransportError | None) -> None:
         """The answer ended (``cut``: the upstream connection broke first)."""
         if self.events is not None and cut is None:
             try:
-                for wire, where, end in self.events.feed(None):
-                    self.exchange.events.append((end, 0.0, 0.0))
-                    self.proxy.summary.events += 1
-                    self._judge(wire, where)
+                found = self.events.feed(None)
             except DecodeError as exc:
                 self._close(exc)
                 return
             except Exception as exc:
                 self._stop(exc)
                 return
+            self._take(found, 0.0, 0.0)
         self._close(cut)
 
 
