@@ -1191,10 +1191,11 @@ def agui_endpoint(
             encoder's bytes, the answer declares ``X-AGUI-Resume``, a dropped client
             does not cancel the run at once (``resume_grace``), a request carrying
             ``Last-Event-ID`` follows the run after that id (``410`` when the log
-            cannot: unknown run, expired, an id never issued, or nothing left after it;
-            ``409`` for a run id already claimed, without the header), and one carrying
-            ``X-AGUI-Cancel`` cancels it (``204``; ``404`` for a run that is not the
-            caller's, unknown or over).  A :class:`MemoryEventLog` serves one process
+            cannot: unknown run, expired, another thread's or principal's, an id never
+            issued, or nothing left after it; ``409`` for a run id already claimed,
+            without the header), and one carrying ``X-AGUI-Cancel`` cancels it, on any
+            worker sharing the log (``204``; ``404`` for a run that is not the caller's,
+            unknown or over).  A :class:`MemoryEventLog` serves one process
             (:data:`OWN_MEMORY_LOG` builds one for this endpoint); a
             :class:`~aguikit.server.redis_log.RedisEventLog` several workers.
         resume_grace: With a log, the seconds a run goes on after its last reader left
