@@ -238,7 +238,11 @@ REDIS_ENDS: Final = {
     "newest": REDIS_EXTRA,
 }
 """Both ends of that range: its lower bound exactly, and the newest release it admits."""
-REDIS_TESTS: Final = ["tests/test_redis_faults.py", "tests/test_resume.py"]
+REDIS_TESTS: Final = [
+    "tests/test_redis_faults.py",
+    "tests/test_resume.py",
+    "tests/test_server_access.py",
+]
 SERVER_TESTS: Final = [
     "tests/test_server_http.py",
     "tests/test_server_integration.py",
