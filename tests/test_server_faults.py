@@ -491,10 +491,10 @@ def test_a_failing_heartbeat_does_not_cancel_a_run_that_is_read(
 def test_a_stalled_or_failing_log_is_a_503_never_a_hang_or_a_500(
     make_log: Callable[[], EventLog], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A claim that does not answer within the log timeout, and a resumability check that
-    raises (Redis down), are answered ``503`` with ``Retry-After``."""
+    """A claim that does not answer within the log timeout, and a resume whose check of the
+    run's owner raises (Redis down), are answered ``503`` with ``Retry-After``."""
     monkeypatch.setattr(server_http, "LOG_TIMEOUT", 0.5)
-    faulty = FaultyLog(make_log()).stall("claim", 5.0).fail("resumable")
+    faulty = FaultyLog(make_log()).stall("claim", 5.0).fail("owner")
     with serve_asgi(create_app(Endless(), event_log=faulty)) as url:
         began = time.monotonic()
         stalled = httpx.post(url + "/", json=BODY, timeout=30)
