@@ -199,6 +199,55 @@ def test_a_client_that_never_reads_is_treated_as_gone_after_the_send_timeout(
     assert flood.runs[0].ended
 
 
+def test_a_connection_that_takes_nothing_buffers_a_bounded_number_of_bytes() -> None:
+    """The frame queue is bounded in bytes as well as frames: with the client taking
+    nothing, a handler writing 100 kB deltas is held after about ``QUEUED_BYTES`` of them,
+    not after ``queue_size`` (64) of them, 6.4 MB per connection.  Driven through ASGI
+    with a send that never returns (uvicorn's, its flow control paused), so nothing
+    leaves and no socket buffer hides how much the worker holds."""
+    emitted = 0
+
+    async def handler(run_input: RunAgentInput, run: RunWriter) -> None:
+        nonlocal emitted
+        async with run.text_message() as message:
+            while True:
+                await message.write("x" * 100_000)
+                emitted += 1
+
+    app = create_app(handler, send_timeout=None, keepalive=None)
+
+    async def scenario() -> int:
+        requests = [{"type": "http.request", "body": json.dumps(BODY).encode()}]
+        forever = asyncio.Event()
+
+        async def receive() -> dict[str, Any]:
+            if requests:
+                return requests.pop()
+            await forever.wait()
+            raise AssertionError("unreachable")
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body":
+                await forever.wait()  # the client takes nothing, ever
+
+        scope = {
+            "type": "http", "method": "POST", "path": "/", "query_string": b"",
+            "root_path": "", "scheme": "http", "http_version": "1.1",
+            "headers": [(b"content-type", b"application/json")],
+        }  # fmt: skip
+        serving = asyncio.create_task(app(scope, receive, send))
+        seen, still = -1, time.monotonic()
+        while time.monotonic() - still < 0.3:  # until the handler is held
+            await asyncio.sleep(0.02)
+            if emitted != seen:
+                seen, still = emitted, time.monotonic()
+        serving.cancel()
+        return seen
+
+    held_after = asyncio.run(scenario())
+    assert 1 <= held_after <= server_http.QUEUED_BYTES // 100_000 + 1
+
+
 # -- item 7: the memory log -------------------------------------------------------------------
 
 

@@ -31,10 +31,11 @@ serving once:
 * ``Cache-Control: no-cache``, ``X-Accel-Buffering: no`` (nginx) and
   ``Connection: keep-alive``; an SSE comment after ``keepalive`` seconds of silence;
 * every event is sent as it is written (one ASGI body message, which the server flushes);
-* a bounded queue between the handler and the socket: a slow reader blocks the handler's
-  next ``emit`` (the server's own flow control blocks the send), so memory per stream is
-  the queue plus the socket buffer, whatever the handler produces (plus the run's event
-  log, which keeps the whole run, up to the log's ``max_events``, for a resume);
+* a queue between the handler and the socket, bounded in frames (``queue_size``) and in
+  bytes (:data:`QUEUED_BYTES`): a slow reader blocks the handler's next ``emit`` (the
+  server's own flow control blocks the send), so memory per stream is the queue plus
+  the server's write buffer, whatever the handler produces (plus the run's event log,
+  which keeps the whole run, up to the log's ``max_events``, for a resume);
 * each run is bound to its connection by default, as the standard HTTP binding has it
   ("no resumption"): a disconnect cancels the handler at once (it sees
   :class:`asyncio.CancelledError` at its next ``await``, and nothing is written after
@@ -160,6 +161,41 @@ the task is cancelled again every second until it stops."""
 DEFAULT_SEND_TIMEOUT: Final = 30.0
 """Seconds one write to the client may take before the client is treated as gone: a
 client that stops reading fills the socket's buffers, and then each send waits."""
+QUEUED_BYTES: Final = 256 * 1024
+"""Bytes of encoded frames an answer's queue holds, besides its ``queue_size`` frames:
+past it the handler's next ``emit`` waits for the client.  So a connection buffers at
+most this plus one frame in the worker (and the ASGI server's own write buffer, which
+its flow control bounds: uvicorn's 64 KiB), not ``queue_size`` times its largest frame:
+64 frames of a 16 KiB delta were a MiB per silent client."""
+
+
+class _Frames(asyncio.Queue[Any]):
+    """
+    The frame queue between a run and its connection, bounded twice: it is full at
+    ``maxsize`` frames or once it holds ``max_bytes`` bytes, so it holds at most
+    ``max_bytes`` plus one frame, and an empty queue still takes any frame (a 10 MiB
+    snapshot is sent, not refused).  The end-of-stream marker weighs nothing.
+    """
+
+    def __init__(self, maxsize: int, max_bytes: int) -> None:
+        super().__init__(maxsize)
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        """Bytes of the frames queued now."""
+
+    def full(self) -> bool:
+        return super().full() or self.bytes >= self.max_bytes
+
+    def _put(self, item: Any) -> None:
+        if isinstance(item, bytes):
+            self.bytes += len(item)
+        super()._put(item)
+
+    def _get(self) -> Any:
+        item = super()._get()
+        if isinstance(item, bytes):
+            self.bytes -= len(item)
+        return item
 
 
 class _OwnLog(enum.Enum):
@@ -614,7 +650,7 @@ class EventStreamResponse(Response):
         framing's run gets none: it lives on only while a joiner follows it."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        queue: asyncio.Queue[Any] = asyncio.Queue(self.queue_size)
+        queue: asyncio.Queue[Any] = _Frames(self.queue_size, QUEUED_BYTES)
         encode = self.encode
 
         async def sink(wire: Mapping[str, Any]) -> None:
@@ -1181,8 +1217,9 @@ def agui_endpoint(
         mode: The writer's mode for every run (``strict``, ``repair`` or ``audit``).
         keepalive: Seconds of silence after which an SSE comment is sent so proxies and
             load balancers keep the connection (``None``: never).
-        queue_size: Frames buffered between the handler and the socket; past it the
-            handler's next ``emit`` waits for the client.
+        queue_size: Frames buffered between the handler and the socket; past it (or
+            past :data:`QUEUED_BYTES` of them) the handler's next ``emit`` waits for the
+            client.
         snapshot_every: Passed to each :class:`RunWriter`.
         event_log: ``None`` (the default) binds each run to its one connection, as
             the standard HTTP binding does: no ids, frames exactly the SDK encoder's,
