@@ -9,8 +9,10 @@ each answer at a seeded random byte (tests/test_resume.py ``CuttingTransport``).
 
 It reports, per set-up: runs, cuts, requests, runs equal to the uninterrupted one, hangs
 (a run not done within 60 s), the readers and producer leases still in Redis once every
-run ended (zombie followers or producers), and how long each worker took to exit on
-SIGTERM with a client still reading a run (at most 5 s).  Exits non-zero if any target is
+run ended (zombie followers or producers), the asyncio tasks still in the workers then
+(counted in each worker, ``GET /tasks`` of tests/resume_app.py: every follower, watch,
+heartbeat and reaper must have ended with its run), and how long each worker took to exit
+on SIGTERM with a client still reading a run (at most 5 s).  Exits non-zero if any target is
 missed.  ``--runs`` and ``--cuts`` scale it (defaults: 100 runs, at least 1,000 cuts, per
 set-up); the redis-py in the environment is the one tested (``nox -s faults`` runs both
 ends of the range).
@@ -46,6 +48,7 @@ from aguikit import Agent  # noqa: E402
 
 HANG: float = 60.0
 SIGTERM_BOUND: float = 5.0
+SETTLE: float = 5.0
 
 
 @contextlib.contextmanager
@@ -81,6 +84,19 @@ def _leftovers(redis: str) -> tuple[int, int]:
     readers = sum(client.zcount(key, now, "+inf") for key in client.scan_iter("aguikit:readers:*"))
     leases = sum(1 for _ in client.scan_iter("aguikit:lease:*"))
     return readers, leases
+
+
+def _stray_tasks(urls: list[str]) -> list[str]:
+    """The asyncio tasks left in the workers once every run ended (tests/resume_app.py's
+    ``GET /tasks``: beyond uvicorn's own), looked at for up to :data:`SETTLE` seconds so
+    that a task the endpoint reaps (a lost cancellation, cancelled again every second)
+    may stop: what is left then is a zombie."""
+    deadline = time.monotonic() + SETTLE
+    while True:
+        stray = [task for url in urls for task in httpx.get(url + "/tasks").json()]
+        if not stray or time.monotonic() > deadline:
+            return stray
+        time.sleep(0.5)
 
 
 def _sigterm(workers: list[tuple[str, subprocess.Popen[bytes]]]) -> float:
@@ -121,6 +137,9 @@ def campaign(name: str, redis: str | None, runs: int, cuts: int, seed: int) -> d
         seconds = time.monotonic() - began
         time.sleep(1.0)  # the last readers' removals land
         readers, leases = _leftovers(redis) if redis else (0, 0)
+        stray = _stray_tasks(urls)
+        for task in stray[:5]:
+            print(f"  zombie task: {task}", flush=True)
         exit_seconds = _sigterm(workers)
     return {
         "set-up": name,
@@ -131,6 +150,7 @@ def campaign(name: str, redis: str | None, runs: int, cuts: int, seed: int) -> d
         "hangs": sum(r is None for r in results),
         "readers left": readers,
         "leases left": leases,
+        "tasks left": len(stray),
         "SIGTERM exit s": round(exit_seconds, 2),
         "seconds": round(seconds, 1),
     }
@@ -157,6 +177,7 @@ def main() -> int:
                 or row["hangs"] > 0
                 or row["readers left"] > 0
                 or row["leases left"] > 0
+                or row["tasks left"] > 0
                 or row["SIGTERM exit s"] > SIGTERM_BOUND
             )
     print("FAILED: a target was missed" if failed else "every target held")

@@ -12,7 +12,8 @@ tests of who starts a run and when a run nobody follows is cancelled, the worker
 can count.  ``AGUIKIT_TEST_LOG=memory`` serves from a memory log instead of Redis, and
 ``AGUIKIT_TEST_LOSE_CANCELLATION=N`` wraps the log so that the follower delivering the
 N-th event (0-based, over the process) hangs there and swallows its first cancellation
-(:class:`aguikit.server.faults.FaultyLog`).
+(:class:`aguikit.server.faults.FaultyLog`).  ``GET /tasks`` lists the worker's asyncio
+tasks beyond uvicorn's own (:func:`stray_tasks`): the zombie count of the fault campaign.
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from aguikit.server import RunAgentInput, RunWriter, create_app
 from aguikit.server.eventlog import EventLog, MemoryEventLog
@@ -107,6 +111,32 @@ def make_app(event_log: EventLog | None) -> Starlette:
     return create_app(scripted, path="/agent", event_log=event_log)
 
 
+UVICORN_TASKS: Final = ("Server.", "LifespanOn.")
+"""Qualified-name prefixes of the coroutines of uvicorn's own long-lived tasks."""
+
+
+def stray_tasks() -> list[str]:
+    """
+    The asyncio tasks of this worker beyond uvicorn's server and lifespan tasks and the
+    calling one, as ``repr`` strings: once every run has ended, each is a zombie (a
+    follower, grace watch, cancel poll, heartbeat or reaper that outlived its run, or a
+    request that never finished), counted directly rather than through its traces in
+    the log.
+    """
+    current = asyncio.current_task()
+    return [
+        repr(task)
+        for task in asyncio.all_tasks()
+        if task is not current
+        and not getattr(task.get_coro(), "__qualname__", "").startswith(UVICORN_TASKS)
+    ]
+
+
+async def _tasks(request: Request) -> JSONResponse:
+    """``GET /tasks``: :func:`stray_tasks`, in the test app only."""
+    return JSONResponse(stray_tasks())
+
+
 def _from_env() -> Any:
     url = os.environ.get("AGUIKIT_TEST_REDIS")
     memory = os.environ.get("AGUIKIT_TEST_LOG") == "memory"
@@ -128,8 +158,11 @@ def _from_env() -> Any:
         log = faulty.lose_cancellation("follow", after=int(lose))
     if os.environ.get("AGUIKIT_TEST_HANDLER") == "endless":
         grace = float(os.environ.get("AGUIKIT_TEST_GRACE", "30"))
-        return create_app(Endless(), path="/agent", event_log=log, resume_grace=grace)
-    return make_app(log)
+        served = create_app(Endless(), path="/agent", event_log=log, resume_grace=grace)
+    else:
+        served = make_app(log)
+    served.router.routes.append(Route("/tasks", _tasks, methods=["GET"]))
+    return served
 
 
 app = _from_env()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -27,9 +28,17 @@ import httpx
 import pytest
 from tests.redis_server import redis_server
 from tests.resume_app import Endless
-from tests.servers import free_port, read_then_hang_up, serve_asgi, wait_listening
+from tests.servers import (
+    free_port,
+    read_then_hang_up,
+    serve_asgi,
+    uvicorn_workers,
+    wait_listening,
+)
+from tests.test_resume import CuttingTransport
 
 import aguikit
+from aguikit import Agent
 from aguikit.errors import WireFormatError
 from aguikit.server import RunAgentInput, RunWriter, create_app
 from aguikit.server import http as server_http
@@ -139,6 +148,46 @@ def test_uvicorn_exits_on_sigterm_within_5s_with_runs_in_flight() -> None:
             process.wait(timeout=10)
     assert code in (0, -signal.SIGTERM)  # uvicorn re-raises the signal once it has shut down
     assert took < 5, took
+
+
+def test_no_task_outlives_the_runs_of_a_worker_even_with_a_lost_cancellation() -> None:
+    """A run whose follower swallows its cancellation when its client hangs up, read to
+    its end by a resume, then runs cut at random and resumed by :class:`aguikit.Agent`, on
+    one uvicorn worker: once every run ended, the worker's own count of asyncio tasks
+    (``GET /tasks`` of the test app, beyond uvicorn's) falls to none within a few seconds;
+    no follower, grace watch, cancel poll or reaper outlives its run.  (On the code issue
+    29 was filed on, the request waiting for that follower never ended.)"""
+    env = {
+        **os.environ,
+        "AGUIKIT_TEST_LOG": "memory",
+        "AGUIKIT_TEST_LOSE_CANCELLATION": "1",
+        "PYTHONPATH": os.pathsep.join([str(Path(aguikit.__file__).parent.parent), str(ROOT)]),
+    }
+    env.pop("AGUIKIT_TEST_REDIS", None)
+    with uvicorn_workers("tests.resume_app:app", 1, env, ROOT) as [(url, _)]:
+        read_then_hang_up(url + "/agent", {**BODY, "runId": "lost"})  # hangs at event 2
+        rest = httpx.post(
+            url + "/agent",
+            json={**BODY, "runId": "lost"},
+            headers={"Last-Event-ID": "1"},
+            timeout=60,
+        )
+        assert b"RUN_FINISHED" in rest.content
+        transport = CuttingTransport([url], random.Random(29), rate=0.9, max_cut=1500)
+
+        async def runs() -> list[str]:
+            done = []
+            for _ in range(3):
+                agent = Agent(url + "/agent", transport=transport, max_reconnects=50, backoff=0.01)
+                done.append((await agent.run()).run_id)
+            return done
+
+        assert 3 == len(asyncio.run(runs()))
+        assert transport.cuts >= 3
+        deadline = time.monotonic() + 10
+        while (stray := httpx.get(url + "/tasks").json()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    assert [] == stray
 
 
 # -- item 8: a client that never reads ------------------------------------------------------
