@@ -12,8 +12,9 @@ tests of who starts a run and when a run nobody follows is cancelled, the worker
 can count.  ``AGUIKIT_TEST_LOG=memory`` serves from a memory log instead of Redis, and
 ``AGUIKIT_TEST_LOSE_CANCELLATION=N`` wraps the log so that the follower delivering the
 N-th event (0-based, over the process) hangs there and swallows its first cancellation
-(:class:`aguikit.server.faults.FaultyLog`).  ``GET /tasks`` lists the worker's asyncio
-tasks beyond uvicorn's own (:func:`stray_tasks`): the zombie count of the fault campaign.
+(its first ``AGUIKIT_TEST_LOSE_TIMES``; :class:`aguikit.server.faults.FaultyLog`).
+``GET /tasks`` lists the worker's asyncio tasks beyond uvicorn's own (:func:`stray_tasks`):
+the zombie count of the fault campaign.
 """
 
 from __future__ import annotations
@@ -155,7 +156,8 @@ def _from_env() -> Any:
     lose = os.environ.get("AGUIKIT_TEST_LOSE_CANCELLATION")
     if lose is not None:  # every follower hangs at that event and swallows a cancellation
         faulty = FaultyLog(log)
-        log = faulty.lose_cancellation("follow", after=int(lose))
+        times = int(os.environ.get("AGUIKIT_TEST_LOSE_TIMES", "1"))
+        log = faulty.lose_cancellation("follow", after=int(lose), times=times)
     if os.environ.get("AGUIKIT_TEST_HANDLER") == "endless":
         grace = float(os.environ.get("AGUIKIT_TEST_GRACE", "30"))
         served = create_app(Endless(), path="/agent", event_log=log, resume_grace=grace)
