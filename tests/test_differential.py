@@ -15,9 +15,11 @@ today).  Where aguikit rejects what the client accepts, the rule must be one tha
 table justifies with a sentence of the specification, so a new strictness cannot slip in
 unexplained either.
 
-``AGUIKIT_DIFF_STREAMS`` (10,000 by default; ``nox -s fuzz`` runs 100,000) and
-``AGUIKIT_DIFF_SEED`` choose the streams; ``AGUIKIT_DIFF_REPORT`` names a JSON file the
-counts are written to.  A failure names each stream by its index, which
+``AGUIKIT_DIFF_STREAMS`` (2,000 by default, about 18 CPU-seconds: seed 23's streams put
+every standalone event in every chunk family and lane from the 500th on, and CI runs four
+times that; ``nox -s fuzz`` runs 100,000, the size that found the rare looser streams
+pinned below) and ``AGUIKIT_DIFF_SEED`` choose the streams; ``AGUIKIT_DIFF_REPORT`` names
+a JSON file the counts are written to.  A failure names each stream by its index, which
 ``tests.differential.stream(seed, index)`` rebuilds.
 """
 
@@ -40,7 +42,7 @@ from tests.support import write_jsonl
 
 pytestmark = pytest.mark.fuzz
 
-STREAMS: Final = int(os.environ.get("AGUIKIT_DIFF_STREAMS", "10000"))
+STREAMS: Final = int(os.environ.get("AGUIKIT_DIFF_STREAMS", "2000"))
 SEED: Final = int(os.environ.get("AGUIKIT_DIFF_SEED", "23"))
 SAMPLE: Final = 300
 """Streams the real ``aguikit check --strict`` command judges, in one process."""
