@@ -23,14 +23,16 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from bench.bench_view import ARGS, stream
+from tests.test_check import cli
 from tests.test_conversation import _entry
 from tests.test_conversation import _recording as _har
 
 from aguikit import Session
+from aguikit import view as view_module
 from aguikit.checker import CheckConfig, check_source, open_events
 from aguikit.errors import AguiError
 from aguikit.transport.jsonl import encode_line
@@ -192,6 +194,8 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     huge.write_text("".join(encode_line(e) for e in events), encoding="utf-8")
     recording = tmp / "thread.har"
     recording.write_text(json.dumps(_recording()), encoding="utf-8")
+    nested = tmp / "nested.har"
+    nested.write_text(json.dumps(_har([_entry(r, _frames(e)[0]) for r, e in _nested()])))
     return {
         "demo": _page(tmp, "demo", [str(DEMO)]),
         "broken": _page(tmp, "broken", [str(broken)]),
@@ -200,6 +204,8 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "thread": _page(tmp, "thread", [str(recording)]),
         "browser": _page(tmp, "browser", [str(BROWSER_HAR)]),
         "two": _page(tmp, "two", [str(DEMO), str(broken)]),
+        "nested": _page(tmp, "nested", [str(nested)]),
+        "_nested": nested,
         "_broken": broken,
         "_hostile": hostile,
         "_recording": recording,
@@ -268,6 +274,60 @@ def _recording() -> Wire:
         body, times, _ = _frames(events)
         entries.append(_entry(request, body, events=times))
     return _har(entries)
+
+
+RESUME: Final = [
+    {"interruptId": "ok-1", "status": "resolved", "payload": True},
+    {"interruptId": "late-1", "status": "resolved", "payload": 1},
+]
+"""The second request's answers: one in time, one to an interrupt expired in 2020, and
+none for ``skip-1``."""
+
+
+def _nested() -> list[tuple[Wire, list[Wire]]]:
+    """
+    Two requests of one thread.  The first run delegates to ``planner`` (``sub-a``), which
+    delegates to ``searcher`` (``sub-b``), then ends waiting on three interrupts; the
+    second request answers two of them (``RESUME``) and its run ends on a fourth, which
+    nothing later answers.
+    """
+    a, b = {"subagentRunId": "sub-a"}, {"subagentRunId": "sub-b"}
+    user = {"id": "u1", "role": "user", "content": "plan"}
+    first = {"threadId": "t9", "runId": "r1", "messages": [user], "tools": [], "context": []}
+    first.update(state={}, protocolVersion="1.1")
+    ask = [
+        {"id": "ok-1", "reason": "approval", "message": "Book it?"},
+        {"id": "late-1", "reason": "input", "expiresAt": "2020-01-01T00:00:00Z"},
+        {"id": "skip-1", "reason": "input"},
+    ]
+    run1 = [
+        {"type": "RUN_STARTED", "threadId": "t9", "runId": "r1", "protocolVersion": "1.1"},
+        {"type": "SUBAGENT_STARTED", "subagentRunId": "sub-a", "name": "planner"},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m-a", "role": "assistant", **a},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-a", "delta": "asking", **a},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m-a", **a},
+        {"type": "SUBAGENT_STARTED", "name": "searcher", "parentSubagentRunId": "sub-a", **b},
+        {"type": "STEP_STARTED", "stepName": "look", **b},
+        {"type": "STEP_FINISHED", "stepName": "look", **b},
+        {"type": "SUBAGENT_FINISHED", **b},
+        {"type": "SUBAGENT_FINISHED", **a},
+        {
+            "type": "RUN_FINISHED",
+            "threadId": "t9",
+            "runId": "r1",
+            "outcome": {"type": "interrupt", "interrupts": ask},
+        },
+    ]
+    said = {"id": "m-a", "role": "assistant", "content": "asking", **a}
+    second = {**first, "runId": "r2", "messages": [user, said], "resume": RESUME}
+    again = {"type": "interrupt", "interrupts": [{"id": "again-1", "reason": "approval"}]}
+    run2 = [
+        {"type": "RUN_STARTED", "threadId": "t9", "runId": "r2", "protocolVersion": "1.1"},
+        {"type": "STEP_STARTED", "stepName": "book"},
+        {"type": "STEP_FINISHED", "stepName": "book"},
+        {"type": "RUN_FINISHED", "threadId": "t9", "runId": "r2", "outcome": again},
+    ]
+    return [(first, run1), (second, run2)]
 
 
 # --- without a browser ---------------------------------------------------------------------
@@ -568,6 +628,7 @@ def test_a_browser_har_shows_the_interrupt_and_the_request_that_continued(
     findings = page.page.locator("#findings .finding")
     assert 1 == findings.count()
     assert "AGUI-R003" in (findings.first.text_content() or "")
+    assert "unanswered" in (page.page.text_content("#interrupts .ist") or "")
     assert "/resume" in (findings.first.text_content() or "")
     page.timeline()
     last = page.filter() - 1
@@ -591,3 +652,124 @@ def test_screenshots_of_the_summary_and_the_timeline(
     page.page.screenshot(path=str(artefacts / "view-timeline.png"))
     assert (artefacts / "view-summary.png").stat().st_size > 10_000
     assert (artefacts / "view-timeline.png").stat().st_size > 10_000
+
+
+def test_check_format_html_honours_jobs(
+    tmp_path: Path, pages: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--jobs`` spreads the page's sources as it spreads the other formats' (one
+    ``map_sources``), and the page is the same as from one process."""
+    real, jobs = view_module.map_sources, []
+
+    def spy(check: Any, specs: list[str], config: CheckConfig, n: int) -> Any:
+        jobs.append((check, n))
+        return real(check, specs, config, n)
+
+    monkeypatch.setattr(view_module, "map_sources", spy)
+    sources = [str(DEMO), str(pages["_nested"]), str(pages["_broken"])]
+    pages_by_jobs = {}
+    for n in ("1", "2"):
+        out = tmp_path / f"jobs{n}.html"
+        code, _, _ = cli("check", *sources, "--format", "html", "-o", str(out), "--jobs", n)
+        assert 1 == code == cli("check", *sources, "--format", "json", "--jobs", n)[0]
+        pages_by_jobs[n] = out.read_text()
+    assert [(view_module._check, 1), (view_module._check, 2)] == jobs
+    assert pages_by_jobs["1"] == pages_by_jobs["2"]
+
+
+def _depths(events: list[Wire]) -> list[int]:
+    """Each event's nesting, from the events alone: an invocation is one deeper than the
+    one its ``parentSubagentRunId`` names; the event that starts it, at its parent's."""
+    parents = {
+        e["subagentRunId"]: e.get("parentSubagentRunId")
+        for e in events
+        if e["type"] == "SUBAGENT_STARTED"
+    }
+    out = []
+    for event in events:
+        depth, sub = 0, event.get("subagentRunId")
+        while sub:
+            depth, sub = depth + 1, parents.get(sub)
+        out.append(depth - 1 if event["type"] == "SUBAGENT_STARTED" else depth)
+    return out
+
+
+def test_subagents_nest_under_the_event_that_started_them(opened: dict[str, Opened]) -> None:
+    events = [e for _, run in _nested() for e in run]
+    page = opened["nested"]
+    page.timeline()
+    assert len(events) == page.filter()
+    rows = page.page.locator(".row")
+    drawn = sorted(
+        (int(r.get_attribute("data-i") or -1), int(r.get_attribute("data-depth") or -1))
+        for r in rows.all()
+    )
+    assert list(enumerate(_depths(events))) == drawn
+    assert 2 == max(d for _, d in drawn)
+    # Geometry: each level moves the event's type right by one step, a guide per level;
+    # the event that starts an invocation has its opener mark there instead.
+    left: dict[int, set[int]] = {}
+    for index, depth in drawn:
+        row = page.page.locator(f".row[data-i='{index}']")
+        opener = row.locator(".opener")
+        box = (opener if opener.count() else row.locator(".t")).bounding_box()
+        assert box is not None
+        left.setdefault(depth, set()).add(round(box["x"]))
+        assert depth == row.locator(".guide").count()
+        assert (events[index]["type"] == "SUBAGENT_STARTED") == bool(opener.count())
+    assert all(1 == len(x) for x in left.values())
+    (x0,), (x1,), (x2,) = left[0], left[1], left[2]
+    assert x2 - x1 == x1 - x0 > 0
+    # The lanes: the invocation's under the parent's, the searcher's nested twice.
+    heads = page.page.locator(".lane-head")
+    assert [0] * len(LANES) + [1, 1, 2, 2] == [
+        int(h.get_attribute("data-depth") or -1) for h in heads.all()
+    ]
+    last = heads.last.text_content() or ""
+    assert "step" in last and last.index("planner") < last.index("searcher")
+    page.clean()
+
+
+def test_interrupts_link_to_the_resume_entries_that_answer_them(
+    opened: dict[str, Opened], pages: dict[str, Path]
+) -> None:
+    (_, run1), (_, run2) = _nested()
+    finished, resumed = len(run1) - 1, len(run1)  # RUN_FINISHED; the next request's first
+    view = build_view([str(pages["_nested"])], CheckConfig(max_errors=10**9))
+    assert ["AGUI-R005", "AGUI-R003"] == [f.rule for f in view.reports[0].findings]
+    page = opened["nested"]
+    page.page.click("#show-summary")
+    lines = page.page.locator("#interrupts .interrupt")
+    raised = sum(len(r.interrupts) for r in view.reports[0].runs)
+    assert 4 == raised == lines.count()
+    assert ["resolved", "expired", "unanswered", "open"] == [
+        (line.locator(".ist").text_content() or "") for line in lines.all()
+    ]
+    page.timeline()
+    page.filter()
+    row = page.page.locator(f".row[data-i='{finished}']")
+    assert 3 == row.locator(".ilink[data-interrupt]").count()
+    back = page.page.locator(f".row[data-i='{resumed}'] .ilink[data-raised]")
+    assert ["\u25b6 resumes ok-1", "\u25b6 resumes late-1"] == back.all_text_contents()
+    for index in range(len(run1) + len(run2)):  # the line from the interrupt to its answer
+        segments = page.page.locator(f".row[data-i='{index}'] .links .seg").count()
+        assert (index in (finished, resumed)) == bool(segments), index
+    # Following a link: the resuming request, its entry marked.
+    row.locator(".ilink[data-interrupt='1']").click()
+    assert resumed == page.selected()
+    assert "request" == page.page.get_attribute(".dtab.on", "data-tab")
+    assert RESUME[1] == json.loads(page.page.text_content("#pointer-mark") or "null")
+    assert "expired" in (page.page.text_content("#request-resume") or "")
+    # ... and back from the entry to the interrupt in the event that raised it.
+    page.page.locator("#request-resume .ilink").first.click()
+    assert finished == page.selected()
+    asked = run1[-1]["outcome"]["interrupts"][0]
+    assert asked == json.loads(page.page.text_content("#pointer-mark") or "null")
+    # An interrupt nobody answered: marked, and its link stays at the event.
+    row = page.page.locator(f".row[data-i='{finished}']")
+    assert "unanswered" in (row.locator(".ilink[data-interrupt='2']").text_content() or "")
+    row.locator(".ilink[data-interrupt='2']").click()
+    assert finished == page.selected()
+    shown = page.page.text_content("#event-interrupts") or ""
+    assert "unanswered" in shown and "no resume entry" in shown
+    page.clean()

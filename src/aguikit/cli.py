@@ -54,6 +54,7 @@ from .checker import (
     expand_sources,
     is_recording,
     load_config,
+    map_sources,
     open_events,
 )
 from .errors import AguiError, TransportError
@@ -263,10 +264,7 @@ def _check_all(
 ) -> list[SourceReport]:
     """Every source's report, in the order given; several at once with ``jobs`` > 1."""
     if jobs > 1 and len(specs) > 1 and "-" not in specs:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=min(jobs, len(specs))) as pool:
-            return list(pool.map(_check_one, specs, [config] * len(specs)))
+        return map_sources(_check_one, specs, config, jobs)
     reports = []
     for spec in specs:
         reports.append(_check_one(spec, config, tick=progress.tick))
@@ -303,7 +301,7 @@ def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if fmt == "html":  # the findings in the page that shows the run (aguikit view)
         from .view import build_view
 
-        page = build_view(readable, config)
+        page = build_view(readable, config, jobs=args.jobs)
         checked = iter(page.reports)
     else:
         checked = iter(_check_all(readable, config, args.jobs, progress))
