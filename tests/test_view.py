@@ -194,6 +194,10 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     huge.write_text("".join(encode_line(e) for e in events), encoding="utf-8")
     recording = tmp / "thread.har"
     recording.write_text(json.dumps(_recording()), encoding="utf-8")
+    hostile_nested = tmp / "hostile-nested.har"
+    hostile_nested.write_text(
+        json.dumps(_har([_entry(_hostile(r), _frames(_hostile(e))[0]) for r, e in _nested()]))
+    )
     nested = tmp / "nested.har"
     nested.write_text(json.dumps(_har([_entry(r, _frames(e)[0]) for r, e in _nested()])))
     return {
@@ -206,6 +210,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "two": _page(tmp, "two", [str(DEMO), str(broken)]),
         "nested": _page(tmp, "nested", [str(nested)]),
         "_nested": nested,
+        "hostile-nested": _page(tmp, "hostile-nested", [str(hostile_nested)]),
         "_broken": broken,
         "_hostile": hostile,
         "_recording": recording,
@@ -284,6 +289,9 @@ RESUME: Final = [
 none for ``skip-1``."""
 
 
+USAGE: Final = {"usage": [{"model": "m", "inputTokens": 10, "outputTokens": 4}]}
+
+
 def _nested() -> list[tuple[Wire, list[Wire]]]:
     """
     Two requests of one thread.  The first run delegates to ``planner`` (``sub-a``), which
@@ -316,6 +324,7 @@ def _nested() -> list[tuple[Wire, list[Wire]]]:
             "threadId": "t9",
             "runId": "r1",
             "outcome": {"type": "interrupt", "interrupts": ask},
+            "usage": [{"model": "m", "inputTokens": 20, "outputTokens": 3}],
         },
     ]
     said = {"id": "m-a", "role": "assistant", "content": "asking", **a}
@@ -325,7 +334,7 @@ def _nested() -> list[tuple[Wire, list[Wire]]]:
         {"type": "RUN_STARTED", "threadId": "t9", "runId": "r2", "protocolVersion": "1.1"},
         {"type": "STEP_STARTED", "stepName": "book"},
         {"type": "STEP_FINISHED", "stepName": "book"},
-        {"type": "RUN_FINISHED", "threadId": "t9", "runId": "r2", "outcome": again},
+        {"type": "RUN_FINISHED", "threadId": "t9", "runId": "r2", "outcome": again, **USAGE},
     ]
     return [(first, run1), (second, run2)]
 
@@ -503,6 +512,10 @@ def test_a_delta_is_shown_as_its_paths(opened: dict[str, Opened]) -> None:
     lines = (page.page.text_content("#state-diff") or "").strip()
     for op in state_diff(before, after):
         assert op[1] in lines
+    sent = page.page.locator("#state-ops div").all_text_contents()
+    assert [f"{op['op']} {op['path']}" for op in events[index]["delta"]] == [
+        " ".join(line.split(" ")[:2]) for line in sent
+    ]
 
 
 def test_the_conversation_after_an_event_is_the_sessions(opened: dict[str, Opened]) -> None:
@@ -739,6 +752,14 @@ def test_interrupts_link_to_the_resume_entries_that_answer_them(
     assert ["AGUI-R005", "AGUI-R003"] == [f.rule for f in view.reports[0].findings]
     page = opened["nested"]
     page.page.click("#show-summary")
+    cards = dict(
+        zip(
+            page.page.locator(".card .dim").all_text_contents(),
+            page.page.locator(".card .big").all_text_contents(),
+            strict=True,
+        )
+    )  # the summary's token usage: the runs' entries summed
+    assert ("30", "7", "2") == (cards["inputTokens"], cards["outputTokens"], cards["runs"])
     lines = page.page.locator("#interrupts .interrupt")
     raised = sum(len(r.interrupts) for r in view.reports[0].runs)
     assert 4 == raised == lines.count()
@@ -772,4 +793,31 @@ def test_interrupts_link_to_the_resume_entries_that_answer_them(
     assert finished == page.selected()
     shown = page.page.text_content("#event-interrupts") or ""
     assert "unanswered" in shown and "no resume entry" in shown
+    page.clean()
+
+
+def test_hostile_interrupts_and_subagents_stay_text(opened: dict[str, Opened]) -> None:
+    """The interrupts' ids, reasons and messages, the subagents' names and the resume
+    entries, every one a payload: each link followed, each event's panels shown."""
+    page = opened["hostile-nested"]
+    page.page.click("#show-summary")
+    shown = page.page.text_content("#interrupts") or ""
+    assert any(payload + "ok-1" in shown for payload in PAYLOADS)
+    page.timeline()
+    count = page.filter()
+    assert count == sum(len(run) for _, run in _nested())
+    run1 = _nested()[0][1]
+    raised, resumed = len(run1) - 1, len(run1)  # RUN_FINISHED; the next request's first
+    for index, tab in ((raised, "event"), (resumed, "request")):
+        page.select(index, tab)
+        for link in page.page.locator("#panel .ilink").all():
+            link.click()
+    for link in page.page.locator(".row .ilink").all():
+        link.click()
+    page.page.keyboard.press("j")
+    for tab in ("event", "state", "conversation", "timing", "request"):
+        page.page.click(f".dtab[data-tab='{tab}']")
+    assert any("planner" in h for h in page.page.locator(".lane-head").all_text_contents())
+    assert 0 == page.page.locator("body img, body a, body iframe, #panel script").count()
+    assert page.page.evaluate("window.__pwned") is None
     page.clean()

@@ -548,6 +548,16 @@
       });
       panel.appendChild(box);
     }
+    const raw = EV[selected];
+    if (typeOf(raw) === "STATE_DELTA" && Array.isArray(raw.delta)) { // the patch as it was sent
+      panel.appendChild(el("h2", "", "Patch operations (" + raw.delta.length + ")"));
+      const list = el("div", "diff"); list.id = "state-ops";
+      raw.delta.forEach(function (op) {
+        const o = op && typeof op === "object" ? op : {};
+        list.appendChild(el("div", "", short(o.op, 20) + " " + short(o.path, 200) + (o.from !== undefined ? " from " + short(o.from, 200) : "") + (o.value !== undefined ? " = " + short(o.value, 200) : "")));
+      });
+      panel.appendChild(list);
+    }
     panel.appendChild(el("h2", "", "State after event " + (selected + 1)));
     const pre = el("pre"); pre.id = "state";
     cutText(JSON.stringify(stateAfter(selected), null, 2), pre);
