@@ -33,6 +33,7 @@ from tests.test_conversation import _recording as _har
 
 from aguikit import Session
 from aguikit import view as view_module
+from aguikit.catalogue import RULES_BY_ID
 from aguikit.checker import CheckConfig, check_source, open_events
 from aguikit.errors import AguiError
 from aguikit.transport.jsonl import encode_line
@@ -384,6 +385,24 @@ def _aguikit(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def test_a_directory_of_protobuf_and_jsonl_is_one_page(tmp_path: Path) -> None:
+    """A directory is its streams, each read as check reads it: length-prefixed protobuf
+    and JSONL give the demo's events, in the page's data, under their sources' names."""
+    folder = tmp_path / "streams"
+    folder.mkdir()
+    for name, kind in (("demo.pb", "proto"), ("demo.jsonl", "jsonl")):
+        assert 0 == cli("convert", str(DEMO), "--to", kind, "-o", str(folder / name))[0]
+    out = tmp_path / "page.html"
+    code, said, _ = cli("view", str(folder), "-o", str(out))
+    assert (0, f"{out}: 88 events, 0 findings\n") == (code, said)
+    data = json.loads(out.read_text().split('id="aguikit-data">')[1].split("</script>")[0])
+    assert [("jsonl", 44), ("proto", 44)] == sorted(
+        (s["kind"], s["events"]) for s in data["sources"]
+    )
+    demo = _demo_events()
+    assert demo + demo == data["events"]
+
+
 def test_an_unreadable_source_gives_checks_error(tmp_path: Path) -> None:
     missing = str(tmp_path / "missing.sse")
     out = tmp_path / "page.html"
@@ -472,7 +491,9 @@ def test_clicking_a_finding_selects_its_event_and_marks_the_pointer(
             value = value[int(key)] if isinstance(value, list) else value[key]
         marked = page.page.text_content("#pointer-mark")
         assert json.loads(marked or "null") == value
-        assert finding.rule in (page.page.text_content("#panel") or "")
+        panel = page.page.text_content("#panel") or ""
+        rule = RULES_BY_ID[finding.rule]  # the rule's reference text beside its message
+        assert finding.rule in panel and rule.title in panel and rule.source in panel
 
 
 def _session_after(events: list[Wire], index: int) -> Session:
