@@ -225,9 +225,10 @@ class _Recorder(Watching):
                         for call in wire.get("toolCalls") or ():
                             call.get("function", {}).pop("arguments", None)
                     row = [change.message_id, change.index, wire, int(keep)]
-                    if self._rows.get(change.message_id) != row:  # not only its text grew
+                    before = self._rows.get(change.message_id)
+                    if before != row:  # not only its text grew
                         self._rows[change.message_id] = row
-                        ops.append(["m", *row])
+                        ops.append(_call_added(before, row, raw) or ["m", *row])
             self._call(number, update)
         if ops:
             self.message_ops.append((number, ops))
@@ -301,6 +302,33 @@ class _Recorder(Watching):
                         entry["unparsed"] = str(exc)
         elif kind is ChangeKind.TOOL_RESULT:
             entry["result"] = number
+
+
+def _call_added(before: list[Any] | None, row: list[Any], raw: Any) -> list[Any] | None:
+    """
+    A message's row that differs from its previous one only by one more tool call at the
+    end (a ``TOOL_CALL_START``), as a ``c`` operation: the message, and the call unless it
+    is the event's own ``toolCallId`` and ``toolCallName`` (the page takes them from
+    there).  Rewriting the whole row would repeat every earlier call of the message.
+    """
+    if before is None or before[1] != row[1] or not (before[3] == row[3] == 1):
+        return None
+    calls = row[2].get("toolCalls")
+    if not calls:
+        return None
+    rest = dict(row[2])
+    if len(calls) > 1:
+        rest["toolCalls"] = calls[:-1]
+    else:
+        del rest["toolCalls"]
+    if rest != before[2]:
+        return None
+    call = calls[-1]
+    if isinstance(raw, Mapping):
+        named = raw.get("toolCallName")
+        if call == {"id": raw.get("toolCallId"), "type": "function", "function": {"name": named}}:
+            return ["c", row[0]]
+    return ["c", row[0], call]
 
 
 def _tokens(pointer: str) -> list[str]:

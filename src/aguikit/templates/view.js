@@ -129,6 +129,14 @@
           });
           return;
         }
+        if (op[0] === "c") { // one more tool call on a message (given, or the event's)
+          const m = find(op[1]), raw = EV[D.messageOps[i][0]];
+          if (m < 0) return;
+          const call = op.length > 2 ? clone(op[2]) : { id: raw.toolCallId, type: "function", function: { name: raw.toolCallName } };
+          if (call.function) call.function.arguments = "";
+          (list[m].toolCalls = list[m].toolCalls || []).push(call);
+          return;
+        }
         const at = find(op[1]);
         const row = clone(op[3]);
         if (op[4]) { // text and arguments as the content operations left them
