@@ -290,6 +290,7 @@ RESUME: Final = [
 none for ``skip-1``."""
 
 
+SEALED: Final = {"encryptedValue": "b3BhcXVl"}
 USAGE: Final = {"usage": [{"model": "m", "inputTokens": 10, "outputTokens": 4}]}
 
 
@@ -297,8 +298,8 @@ def _nested() -> list[tuple[Wire, list[Wire]]]:
     """
     Two requests of one thread.  The first run delegates to ``planner`` (``sub-a``), which
     delegates to ``searcher`` (``sub-b``), then ends waiting on three interrupts; the
-    second request answers two of them (``RESUME``) and its run ends on a fourth, which
-    nothing later answers.
+    second request answers two of them (``RESUME``) and its run, after a reasoning message
+    with an encrypted value, ends on a fourth, which nothing later answers.
     """
     a, b = {"subagentRunId": "sub-a"}, {"subagentRunId": "sub-b"}
     user = {"id": "u1", "role": "user", "content": "plan"}
@@ -334,6 +335,12 @@ def _nested() -> list[tuple[Wire, list[Wire]]]:
     run2 = [
         {"type": "RUN_STARTED", "threadId": "t9", "runId": "r2", "protocolVersion": "1.1"},
         {"type": "STEP_STARTED", "stepName": "book"},
+        {"type": "REASONING_START", "messageId": "r-1"},
+        {"type": "REASONING_MESSAGE_START", "messageId": "th-1", "role": "reasoning"},
+        {"type": "REASONING_MESSAGE_CONTENT", "messageId": "th-1", "delta": "hmm"},
+        {"type": "REASONING_MESSAGE_END", "messageId": "th-1"},
+        {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message", "entityId": "th-1", **SEALED},
+        {"type": "REASONING_END", "messageId": "r-1"},
         {"type": "STEP_FINISHED", "stepName": "book"},
         {"type": "RUN_FINISHED", "threadId": "t9", "runId": "r2", "outcome": again, **USAGE},
     ]
@@ -846,3 +853,19 @@ def test_hostile_interrupts_and_subagents_stay_text(opened: dict[str, Opened]) -
     assert 0 == page.page.locator("body img, body a, body iframe, #panel script").count()
     assert page.page.evaluate("window.__pwned") is None
     page.clean()
+
+
+def test_an_encrypted_reasoning_value_is_marked(opened: dict[str, Opened]) -> None:
+    """The event's row says it carries an encrypted value, and the conversation marks the
+    reasoning message that holds it (the value itself is opaque: shown as sent)."""
+    events = [e for _, run in _nested() for e in run]
+    index = next(i for i, e in enumerate(events) if e["type"] == "REASONING_ENCRYPTED_VALUE")
+    page = opened["nested"]
+    page.timeline()
+    page.select(index, "conversation")
+    assert "encrypted" in (page.page.text_content(f".row[data-i='{index}'] .s") or "")
+    marked = page.page.locator("#conversation .msg", has=page.page.locator(".tag.enc"))
+    assert 1 == marked.count()
+    assert "th-1" in (marked.first.text_content() or "")
+    page.select(index - 1, "conversation")  # before it: nothing marked
+    assert 0 == page.page.locator("#conversation .tag.enc").count()
