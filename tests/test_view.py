@@ -699,6 +699,10 @@ def test_screenshots_of_the_summary_and_the_timeline(
     assert (artefacts / "view-timeline.png").stat().st_size > 10_000
 
 
+def _data(page: str) -> Any:
+    return json.loads(page.split('id="aguikit-data">')[1].split("</script>")[0])
+
+
 def test_check_format_html_honours_jobs(
     tmp_path: Path, pages: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -718,7 +722,10 @@ def test_check_format_html_honours_jobs(
         code, _, _ = cli("check", *sources, "--format", "html", "-o", str(out), "--jobs", n)
         assert 1 == code == cli("check", *sources, "--format", "json", "--jobs", n)[0]
         pages_by_jobs[n] = out.read_text()
-    assert [(view_module._check, 1), (view_module._check, 2)] == jobs
+    out = tmp_path / "view.html"  # aguikit view takes --jobs too: the same data
+    assert 0 == cli("view", *sources, "-o", str(out), "--jobs", "2")[0]
+    assert _data(pages_by_jobs["1"]) == _data(out.read_text())
+    assert [(view_module._check, 1), (view_module._check, 2), (view_module._check, 2)] == jobs
     assert pages_by_jobs["1"] == pages_by_jobs["2"]
 
 

@@ -353,7 +353,7 @@ def _run_view(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         except Unreadable as exc:
             err.write(f"aguikit: {exc}\n")
             code = EXIT_UNREADABLE
-    view = build_view(specs, config)
+    view = build_view(specs, config, jobs=args.jobs)
     readable = []
     for spec, report in zip(specs, view.reports, strict=True):
         if report.unreadable is not None:
@@ -725,6 +725,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     for name in ("select", "ignore"):
         view.add_argument(f"--{name}", action="append", metavar="IDS", help=f"as check --{name}")
+    view.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="processes")
     replay = sub.add_parser("replay", help="print the conversation a stream materialises")
     convert = sub.add_parser("convert", help="re-encode a stream as SSE, JSONL or protobuf")
     for one_source in (replay, convert):
