@@ -199,6 +199,11 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     hostile_nested.write_text(
         json.dumps(_har([_entry(_hostile(r), _frames(_hostile(e))[0]) for r, e in _nested()]))
     )
+    refused = tmp / "refused.har"
+    (first, run1), (second, _) = _nested()
+    answer = _entry({**second, "resume": RESUME[:1]}, b"{}", media="application/json")
+    answer["response"]["status"] = 409  # refused: the request is judged, nothing streamed
+    refused.write_text(json.dumps(_har([_entry(first, _frames(run1)[0]), answer])))
     nested = tmp / "nested.har"
     nested.write_text(json.dumps(_har([_entry(r, _frames(e)[0]) for r, e in _nested()])))
     return {
@@ -211,6 +216,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "two": _page(tmp, "two", [str(DEMO), str(broken)]),
         "nested": _page(tmp, "nested", [str(nested)]),
         "_nested": nested,
+        "refused": _page(tmp, "refused", [str(refused)]),
         "hostile-nested": _page(tmp, "hostile-nested", [str(hostile_nested)]),
         "_broken": broken,
         "_hostile": hostile,
@@ -285,9 +291,10 @@ def _recording() -> Wire:
 RESUME: Final = [
     {"interruptId": "ok-1", "status": "resolved", "payload": True},
     {"interruptId": "late-1", "status": "resolved", "payload": 1},
+    {"interruptId": "drop-1", "status": "cancelled"},
 ]
-"""The second request's answers: one in time, one to an interrupt expired in 2020, and
-none for ``skip-1``."""
+"""The second request's answers: one in time, one to an interrupt expired in 2020, one
+abandoning another expired one (allowed), and none for ``skip-1``."""
 
 
 SEALED: Final = {"encryptedValue": "b3BhcXVl"}
@@ -297,9 +304,9 @@ USAGE: Final = {"usage": [{"model": "m", "inputTokens": 10, "outputTokens": 4}]}
 def _nested() -> list[tuple[Wire, list[Wire]]]:
     """
     Two requests of one thread.  The first run delegates to ``planner`` (``sub-a``), which
-    delegates to ``searcher`` (``sub-b``), then ends waiting on three interrupts; the
-    second request answers two of them (``RESUME``) and its run, after a reasoning message
-    with an encrypted value, ends on a fourth, which nothing later answers.
+    delegates to ``searcher`` (``sub-b``), then ends waiting on four interrupts; the
+    second request answers three of them (``RESUME``) and its run, after a reasoning message
+    with an encrypted value, ends on another, which nothing later answers.
     """
     a, b = {"subagentRunId": "sub-a"}, {"subagentRunId": "sub-b"}
     user = {"id": "u1", "role": "user", "content": "plan"}
@@ -309,6 +316,7 @@ def _nested() -> list[tuple[Wire, list[Wire]]]:
         {"id": "ok-1", "reason": "approval", "message": "Book it?"},
         {"id": "late-1", "reason": "input", "expiresAt": "2020-01-01T00:00:00Z"},
         {"id": "skip-1", "reason": "input"},
+        {"id": "drop-1", "reason": "input", "expiresAt": "2020-01-01T00:00:00Z"},
     ]
     run1 = [
         {"type": "RUN_STARTED", "threadId": "t9", "runId": "r1", "protocolVersion": "1.1"},
@@ -801,16 +809,16 @@ def test_interrupts_link_to_the_resume_entries_that_answer_them(
     assert ("30", "7", "2") == (cards["inputTokens"], cards["outputTokens"], cards["runs"])
     lines = page.page.locator("#interrupts .interrupt")
     raised = sum(len(r.interrupts) for r in view.reports[0].runs)
-    assert 4 == raised == lines.count()
-    assert ["resolved", "expired", "unanswered", "open"] == [
+    assert 5 == raised == lines.count()
+    assert ["resolved", "expired", "unanswered", "cancelled, expired", "open"] == [
         (line.locator(".ist").text_content() or "") for line in lines.all()
     ]
     page.timeline()
     page.filter()
     row = page.page.locator(f".row[data-i='{finished}']")
-    assert 3 == row.locator(".ilink[data-interrupt]").count()
+    assert 4 == row.locator(".ilink[data-interrupt]").count()
     back = page.page.locator(f".row[data-i='{resumed}'] .ilink[data-raised]")
-    assert ["\u25b6 resumes ok-1", "\u25b6 resumes late-1"] == back.all_text_contents()
+    assert [f"\u25b6 resumes {i}" for i in ("ok-1", "late-1", "drop-1")] == back.all_text_contents()
     for index in range(len(run1) + len(run2)):  # the line from the interrupt to its answer
         segments = page.page.locator(f".row[data-i='{index}'] .links .seg").count()
         assert (index in (finished, resumed)) == bool(segments), index
@@ -876,3 +884,17 @@ def test_an_encrypted_reasoning_value_is_marked(opened: dict[str, Opened]) -> No
     assert "th-1" in (marked.first.text_content() or "")
     page.select(index - 1, "conversation")  # before it: nothing marked
     assert 0 == page.page.locator("#conversation .tag.enc").count()
+
+
+def test_a_resuming_request_that_streamed_nothing_opens_alone(opened: dict[str, Opened]) -> None:
+    """The request answering ``ok-1`` was refused (409): no event of it to select, so its
+    link opens the request itself, its entry marked."""
+    page = opened["refused"]
+    page.timeline()
+    finished = len(_nested()[0][1]) - 1
+    assert finished + 1 == page.filter()  # only the first exchange streamed
+    page.page.click(f".row[data-i='{finished}'] .ilink[data-interrupt='0']")
+    assert -1 == page.selected()
+    assert "exchange 2 \u00b7 409" in (page.page.text_content("#panel") or "")
+    assert RESUME[0] == json.loads(page.page.text_content("#pointer-mark") or "null")
+    page.clean()
