@@ -23,14 +23,17 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from bench.bench_view import ARGS, stream
+from tests.test_check import cli
 from tests.test_conversation import _entry
 from tests.test_conversation import _recording as _har
 
 from aguikit import Session
+from aguikit import view as view_module
+from aguikit.catalogue import RULES_BY_ID
 from aguikit.checker import CheckConfig, check_source, open_events
 from aguikit.errors import AguiError
 from aguikit.transport.jsonl import encode_line
@@ -192,6 +195,17 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     huge.write_text("".join(encode_line(e) for e in events), encoding="utf-8")
     recording = tmp / "thread.har"
     recording.write_text(json.dumps(_recording()), encoding="utf-8")
+    hostile_nested = tmp / "hostile-nested.har"
+    hostile_nested.write_text(
+        json.dumps(_har([_entry(_hostile(r), _frames(_hostile(e))[0]) for r, e in _nested()]))
+    )
+    refused = tmp / "refused.har"
+    (first, run1), (second, _) = _nested()
+    answer = _entry({**second, "resume": RESUME[:1]}, b"{}", media="application/json")
+    answer["response"]["status"] = 409  # refused: the request is judged, nothing streamed
+    refused.write_text(json.dumps(_har([_entry(first, _frames(run1)[0]), answer])))
+    nested = tmp / "nested.har"
+    nested.write_text(json.dumps(_har([_entry(r, _frames(e)[0]) for r, e in _nested()])))
     return {
         "demo": _page(tmp, "demo", [str(DEMO)]),
         "broken": _page(tmp, "broken", [str(broken)]),
@@ -200,6 +214,10 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "thread": _page(tmp, "thread", [str(recording)]),
         "browser": _page(tmp, "browser", [str(BROWSER_HAR)]),
         "two": _page(tmp, "two", [str(DEMO), str(broken)]),
+        "nested": _page(tmp, "nested", [str(nested)]),
+        "_nested": nested,
+        "refused": _page(tmp, "refused", [str(refused)]),
+        "hostile-nested": _page(tmp, "hostile-nested", [str(hostile_nested)]),
         "_broken": broken,
         "_hostile": hostile,
         "_recording": recording,
@@ -270,6 +288,73 @@ def _recording() -> Wire:
     return _har(entries)
 
 
+RESUME: Final = [
+    {"interruptId": "ok-1", "status": "resolved", "payload": True},
+    {"interruptId": "late-1", "status": "resolved", "payload": 1},
+    {"interruptId": "drop-1", "status": "cancelled"},
+]
+"""The second request's answers: one in time, one to an interrupt expired in 2020, one
+abandoning another expired one (allowed), and none for ``skip-1``."""
+
+
+SEALED: Final = {"encryptedValue": "b3BhcXVl"}
+USAGE: Final = {"usage": [{"model": "m", "inputTokens": 10, "outputTokens": 4}]}
+
+
+def _nested() -> list[tuple[Wire, list[Wire]]]:
+    """
+    Two requests of one thread.  The first run delegates to ``planner`` (``sub-a``), which
+    delegates to ``searcher`` (``sub-b``), then ends waiting on four interrupts; the
+    second request answers three of them (``RESUME``) and its run, after a reasoning message
+    with an encrypted value, ends on another, which nothing later answers.
+    """
+    a, b = {"subagentRunId": "sub-a"}, {"subagentRunId": "sub-b"}
+    user = {"id": "u1", "role": "user", "content": "plan"}
+    first = {"threadId": "t9", "runId": "r1", "messages": [user], "tools": [], "context": []}
+    first.update(state={}, protocolVersion="1.1")
+    ask = [
+        {"id": "ok-1", "reason": "approval", "message": "Book it?"},
+        {"id": "late-1", "reason": "input", "expiresAt": "2020-01-01T00:00:00Z"},
+        {"id": "skip-1", "reason": "input"},
+        {"id": "drop-1", "reason": "input", "expiresAt": "2020-01-01T00:00:00Z"},
+    ]
+    run1 = [
+        {"type": "RUN_STARTED", "threadId": "t9", "runId": "r1", "protocolVersion": "1.1"},
+        {"type": "SUBAGENT_STARTED", "subagentRunId": "sub-a", "name": "planner"},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m-a", "role": "assistant", **a},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-a", "delta": "asking", **a},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m-a", **a},
+        {"type": "SUBAGENT_STARTED", "name": "searcher", "parentSubagentRunId": "sub-a", **b},
+        {"type": "STEP_STARTED", "stepName": "look", **b},
+        {"type": "STEP_FINISHED", "stepName": "look", **b},
+        {"type": "SUBAGENT_FINISHED", **b},
+        {"type": "SUBAGENT_FINISHED", **a},
+        {
+            "type": "RUN_FINISHED",
+            "threadId": "t9",
+            "runId": "r1",
+            "outcome": {"type": "interrupt", "interrupts": ask},
+            "usage": [{"model": "m", "inputTokens": 20, "outputTokens": 3}],
+        },
+    ]
+    said = {"id": "m-a", "role": "assistant", "content": "asking", **a}
+    second = {**first, "runId": "r2", "messages": [user, said], "resume": RESUME}
+    again = {"type": "interrupt", "interrupts": [{"id": "again-1", "reason": "approval"}]}
+    run2 = [
+        {"type": "RUN_STARTED", "threadId": "t9", "runId": "r2", "protocolVersion": "1.1"},
+        {"type": "STEP_STARTED", "stepName": "book"},
+        {"type": "REASONING_START", "messageId": "r-1"},
+        {"type": "REASONING_MESSAGE_START", "messageId": "th-1", "role": "reasoning"},
+        {"type": "REASONING_MESSAGE_CONTENT", "messageId": "th-1", "delta": "hmm"},
+        {"type": "REASONING_MESSAGE_END", "messageId": "th-1"},
+        {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message", "entityId": "th-1", **SEALED},
+        {"type": "REASONING_END", "messageId": "r-1"},
+        {"type": "STEP_FINISHED", "stepName": "book"},
+        {"type": "RUN_FINISHED", "threadId": "t9", "runId": "r2", "outcome": again, **USAGE},
+    ]
+    return [(first, run1), (second, run2)]
+
+
 # --- without a browser ---------------------------------------------------------------------
 
 
@@ -300,9 +385,10 @@ def test_the_page_is_self_contained_with_a_policy_forbidding_loads(
 
 
 def test_the_page_is_at_most_twice_the_compact_jsonl(tmp_path: Path) -> None:
-    """The size budget, on a stream of 2,000 events of text, tools and state."""
+    """The size budget, on a stream of 1,000 events of text, tools and state (the
+    smallest the issue names: there the script weighs most)."""
 
-    events = stream(2_000)
+    events = stream(1_000)
     jsonl = tmp_path / "s.jsonl"
     jsonl.write_text("".join(encode_line(e) for e in events), encoding="utf-8")
     page = _page(tmp_path, "s", [str(jsonl)])
@@ -313,6 +399,24 @@ def _aguikit(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "aguikit", *args], capture_output=True, text=True, check=False
     )
+
+
+def test_a_directory_of_protobuf_and_jsonl_is_one_page(tmp_path: Path) -> None:
+    """A directory is its streams, each read as check reads it: length-prefixed protobuf
+    and JSONL give the demo's events, in the page's data, under their sources' names."""
+    folder = tmp_path / "streams"
+    folder.mkdir()
+    for name, kind in (("demo.pb", "proto"), ("demo.jsonl", "jsonl")):
+        assert 0 == cli("convert", str(DEMO), "--to", kind, "-o", str(folder / name))[0]
+    out = tmp_path / "page.html"
+    code, said, _ = cli("view", str(folder), "-o", str(out))
+    assert (0, f"{out}: 88 events, 0 findings\n") == (code, said)
+    data = json.loads(out.read_text().split('id="aguikit-data">')[1].split("</script>")[0])
+    assert [("jsonl", 44), ("proto", 44)] == sorted(
+        (s["kind"], s["events"]) for s in data["sources"]
+    )
+    demo = _demo_events()
+    assert demo + demo == data["events"]
 
 
 def test_an_unreadable_source_gives_checks_error(tmp_path: Path) -> None:
@@ -403,7 +507,9 @@ def test_clicking_a_finding_selects_its_event_and_marks_the_pointer(
             value = value[int(key)] if isinstance(value, list) else value[key]
         marked = page.page.text_content("#pointer-mark")
         assert json.loads(marked or "null") == value
-        assert finding.rule in (page.page.text_content("#panel") or "")
+        panel = page.page.text_content("#panel") or ""
+        rule = RULES_BY_ID[finding.rule]  # the rule's reference text beside its message
+        assert finding.rule in panel and rule.title in panel and rule.source in panel
 
 
 def _session_after(events: list[Wire], index: int) -> Session:
@@ -443,6 +549,10 @@ def test_a_delta_is_shown_as_its_paths(opened: dict[str, Opened]) -> None:
     lines = (page.page.text_content("#state-diff") or "").strip()
     for op in state_diff(before, after):
         assert op[1] in lines
+    sent = page.page.locator("#state-ops div").all_text_contents()
+    assert [f"{op['op']} {op['path']}" for op in events[index]["delta"]] == [
+        " ".join(line.split(" ")[:2]) for line in sent
+    ]
 
 
 def test_the_conversation_after_an_event_is_the_sessions(opened: dict[str, Opened]) -> None:
@@ -459,6 +569,9 @@ def test_the_conversation_after_an_event_is_the_sessions(opened: dict[str, Opene
             content = getattr(message, "content", None)
             if isinstance(content, str) and content:
                 assert content in text
+            for call in getattr(message, "tool_calls", None) or ():  # streamed so far
+                assert f"{call.function.name} ({call.id})" in text, index
+                assert call.function.arguments in text
 
 
 def test_filters_and_keys(opened: dict[str, Opened]) -> None:
@@ -568,6 +681,7 @@ def test_a_browser_har_shows_the_interrupt_and_the_request_that_continued(
     findings = page.page.locator("#findings .finding")
     assert 1 == findings.count()
     assert "AGUI-R003" in (findings.first.text_content() or "")
+    assert "unanswered" in (page.page.text_content("#interrupts .ist") or "")
     assert "/resume" in (findings.first.text_content() or "")
     page.timeline()
     last = page.filter() - 1
@@ -591,3 +705,196 @@ def test_screenshots_of_the_summary_and_the_timeline(
     page.page.screenshot(path=str(artefacts / "view-timeline.png"))
     assert (artefacts / "view-summary.png").stat().st_size > 10_000
     assert (artefacts / "view-timeline.png").stat().st_size > 10_000
+
+
+def _data(page: str) -> Any:
+    return json.loads(page.split('id="aguikit-data">')[1].split("</script>")[0])
+
+
+def test_check_format_html_honours_jobs(
+    tmp_path: Path, pages: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--jobs`` spreads the page's sources as it spreads the other formats' (one
+    ``map_sources``), and the page is the same as from one process."""
+    real, jobs = view_module.map_sources, []
+
+    def spy(check: Any, specs: list[str], config: CheckConfig, n: int) -> Any:
+        jobs.append((check, n))
+        return real(check, specs, config, n)
+
+    monkeypatch.setattr(view_module, "map_sources", spy)
+    sources = [str(DEMO), str(pages["_nested"]), str(pages["_broken"])]
+    pages_by_jobs = {}
+    for n in ("1", "2"):
+        out = tmp_path / f"jobs{n}.html"
+        code, _, _ = cli("check", *sources, "--format", "html", "-o", str(out), "--jobs", n)
+        assert 1 == code == cli("check", *sources, "--format", "json", "--jobs", n)[0]
+        pages_by_jobs[n] = out.read_text()
+    out = tmp_path / "view.html"  # aguikit view takes --jobs too: the same data
+    assert 0 == cli("view", *sources, "-o", str(out), "--jobs", "2")[0]
+    assert _data(pages_by_jobs["1"]) == _data(out.read_text())
+    assert [(view_module._check, 1), (view_module._check, 2), (view_module._check, 2)] == jobs
+    assert pages_by_jobs["1"] == pages_by_jobs["2"]
+
+
+def _depths(events: list[Wire]) -> list[int]:
+    """Each event's nesting, from the events alone: an invocation is one deeper than the
+    one its ``parentSubagentRunId`` names; the event that starts it, at its parent's."""
+    parents = {
+        e["subagentRunId"]: e.get("parentSubagentRunId")
+        for e in events
+        if e["type"] == "SUBAGENT_STARTED"
+    }
+    out = []
+    for event in events:
+        depth, sub = 0, event.get("subagentRunId")
+        while sub:
+            depth, sub = depth + 1, parents.get(sub)
+        out.append(depth - 1 if event["type"] == "SUBAGENT_STARTED" else depth)
+    return out
+
+
+def test_subagents_nest_under_the_event_that_started_them(opened: dict[str, Opened]) -> None:
+    events = [e for _, run in _nested() for e in run]
+    page = opened["nested"]
+    page.timeline()
+    assert len(events) == page.filter()
+    rows = page.page.locator(".row")
+    drawn = sorted(
+        (int(r.get_attribute("data-i") or -1), int(r.get_attribute("data-depth") or -1))
+        for r in rows.all()
+    )
+    assert list(enumerate(_depths(events))) == drawn
+    assert 2 == max(d for _, d in drawn)
+    # Geometry: each level moves the event's type right by one step, a guide per level;
+    # the event that starts an invocation has its opener mark there instead.
+    left: dict[int, set[int]] = {}
+    for index, depth in drawn:
+        row = page.page.locator(f".row[data-i='{index}']")
+        opener = row.locator(".opener")
+        box = (opener if opener.count() else row.locator(".t")).bounding_box()
+        assert box is not None
+        left.setdefault(depth, set()).add(round(box["x"]))
+        assert depth == row.locator(".guide").count()
+        assert (events[index]["type"] == "SUBAGENT_STARTED") == bool(opener.count())
+    assert all(1 == len(x) for x in left.values())
+    (x0,), (x1,), (x2,) = left[0], left[1], left[2]
+    assert x2 - x1 == x1 - x0 > 0
+    # The lanes: the invocation's under the parent's, the searcher's nested twice.
+    heads = page.page.locator(".lane-head")
+    assert [0] * len(LANES) + [1, 1, 2, 2] == [
+        int(h.get_attribute("data-depth") or -1) for h in heads.all()
+    ]
+    last = heads.last.text_content() or ""
+    assert "step" in last and last.index("planner") < last.index("searcher")
+    page.clean()
+
+
+def test_interrupts_link_to_the_resume_entries_that_answer_them(
+    opened: dict[str, Opened], pages: dict[str, Path]
+) -> None:
+    (_, run1), (_, run2) = _nested()
+    finished, resumed = len(run1) - 1, len(run1)  # RUN_FINISHED; the next request's first
+    view = build_view([str(pages["_nested"])], CheckConfig(max_errors=10**9))
+    assert ["AGUI-R005", "AGUI-R003"] == [f.rule for f in view.reports[0].findings]
+    page = opened["nested"]
+    page.page.click("#show-summary")
+    cards = dict(
+        zip(
+            page.page.locator(".card .dim").all_text_contents(),
+            page.page.locator(".card .big").all_text_contents(),
+            strict=True,
+        )
+    )  # the summary's token usage: the runs' entries summed
+    assert ("30", "7", "2") == (cards["inputTokens"], cards["outputTokens"], cards["runs"])
+    lines = page.page.locator("#interrupts .interrupt")
+    raised = sum(len(r.interrupts) for r in view.reports[0].runs)
+    assert 5 == raised == lines.count()
+    assert ["resolved", "expired", "unanswered", "cancelled, expired", "open"] == [
+        (line.locator(".ist").text_content() or "") for line in lines.all()
+    ]
+    page.timeline()
+    page.filter()
+    row = page.page.locator(f".row[data-i='{finished}']")
+    assert 4 == row.locator(".ilink[data-interrupt]").count()
+    back = page.page.locator(f".row[data-i='{resumed}'] .ilink[data-raised]")
+    assert [f"\u25b6 resumes {i}" for i in ("ok-1", "late-1", "drop-1")] == back.all_text_contents()
+    for index in range(len(run1) + len(run2)):  # the line from the interrupt to its answer
+        segments = page.page.locator(f".row[data-i='{index}'] .links .seg").count()
+        assert (index in (finished, resumed)) == bool(segments), index
+    # Following a link: the resuming request, its entry marked.
+    row.locator(".ilink[data-interrupt='1']").click()
+    assert resumed == page.selected()
+    assert "request" == page.page.get_attribute(".dtab.on", "data-tab")
+    assert RESUME[1] == json.loads(page.page.text_content("#pointer-mark") or "null")
+    assert "expired" in (page.page.text_content("#request-resume") or "")
+    # ... and back from the entry to the interrupt in the event that raised it.
+    page.page.locator("#request-resume .ilink").first.click()
+    assert finished == page.selected()
+    asked = run1[-1]["outcome"]["interrupts"][0]
+    assert asked == json.loads(page.page.text_content("#pointer-mark") or "null")
+    # An interrupt nobody answered: marked, and its link stays at the event.
+    row = page.page.locator(f".row[data-i='{finished}']")
+    assert "unanswered" in (row.locator(".ilink[data-interrupt='2']").text_content() or "")
+    row.locator(".ilink[data-interrupt='2']").click()
+    assert finished == page.selected()
+    shown = page.page.text_content("#event-interrupts") or ""
+    assert "unanswered" in shown and "no resume entry" in shown
+    page.clean()
+
+
+def test_hostile_interrupts_and_subagents_stay_text(opened: dict[str, Opened]) -> None:
+    """The interrupts' ids, reasons and messages, the subagents' names and the resume
+    entries, every one a payload: each link followed, each event's panels shown."""
+    page = opened["hostile-nested"]
+    page.page.click("#show-summary")
+    shown = page.page.text_content("#interrupts") or ""
+    assert any(payload + "ok-1" in shown for payload in PAYLOADS)
+    page.timeline()
+    count = page.filter()
+    assert count == sum(len(run) for _, run in _nested())
+    run1 = _nested()[0][1]
+    raised, resumed = len(run1) - 1, len(run1)  # RUN_FINISHED; the next request's first
+    for index, tab in ((raised, "event"), (resumed, "request")):
+        page.select(index, tab)
+        for link in page.page.locator("#panel .ilink").all():
+            link.click()
+    for link in page.page.locator(".row .ilink").all():
+        link.click()
+    page.page.keyboard.press("j")
+    for tab in ("event", "state", "conversation", "timing", "request"):
+        page.page.click(f".dtab[data-tab='{tab}']")
+    assert any("planner" in h for h in page.page.locator(".lane-head").all_text_contents())
+    assert 0 == page.page.locator("body img, body a, body iframe, #panel script").count()
+    assert page.page.evaluate("window.__pwned") is None
+    page.clean()
+
+
+def test_an_encrypted_reasoning_value_is_marked(opened: dict[str, Opened]) -> None:
+    """The event's row says it carries an encrypted value, and the conversation marks the
+    reasoning message that holds it (the value itself is opaque: shown as sent)."""
+    events = [e for _, run in _nested() for e in run]
+    index = next(i for i, e in enumerate(events) if e["type"] == "REASONING_ENCRYPTED_VALUE")
+    page = opened["nested"]
+    page.timeline()
+    page.select(index, "conversation")
+    assert "encrypted" in (page.page.text_content(f".row[data-i='{index}'] .s") or "")
+    marked = page.page.locator("#conversation .msg", has=page.page.locator(".tag.enc"))
+    assert 1 == marked.count()
+    assert "th-1" in (marked.first.text_content() or "")
+    page.select(index - 1, "conversation")  # before it: nothing marked
+    assert 0 == page.page.locator("#conversation .tag.enc").count()
+
+
+def test_a_resuming_request_that_streamed_nothing_opens_alone(opened: dict[str, Opened]) -> None:
+    """The request answering ``ok-1`` was refused (409): no event of it to select, so its
+    link opens the request itself, its entry marked."""
+    page = opened["refused"]
+    page.timeline()
+    finished = len(_nested()[0][1]) - 1
+    assert finished + 1 == page.filter()  # only the first exchange streamed
+    page.page.click(f".row[data-i='{finished}'] .ilink[data-interrupt='0']")
+    assert -1 == page.selected()
+    assert "exchange 2 \u00b7 409" in (page.page.text_content("#panel") or "")
+    assert RESUME[0] == json.loads(page.page.text_content("#pointer-mark") or "null")
+    page.clean()

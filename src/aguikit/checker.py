@@ -30,7 +30,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any, Final, TypeAlias
+from typing import IO, Any, Final, TypeAlias, TypeVar
 
 import attrs
 
@@ -76,6 +76,8 @@ __all__ = [
     "open_events",
     "request_body",
 ]
+
+_R = TypeVar("_R")
 
 FIRST_EVENT_SECONDS: Final = 10.0
 """``AGUI-T004``: a live agent's first event later than this after the request."""
@@ -1373,6 +1375,24 @@ def check_source(
                 )
             )
     return report
+
+
+def map_sources(
+    check: Callable[[str, CheckConfig], _R], specs: list[str], config: CheckConfig, jobs: int
+) -> list[_R]:
+    """
+    ``check(spec, config)`` for every source, in the order given: in ``jobs`` worker
+    processes when more than one source is to be read and none is stdin (which only this
+    process can read), otherwise here.  The one way ``aguikit check --jobs`` spreads its
+    sources, whatever the report (``--format html`` passes the page's own pass); ``check``
+    and what it returns must pickle.
+    """
+    if jobs > 1 and len(specs) > 1 and "-" not in specs:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(jobs, len(specs))) as pool:
+            return list(pool.map(check, specs, [config] * len(specs)))
+    return [check(spec, config) for spec in specs]
 
 
 def check_bytes(

@@ -54,6 +54,7 @@ from .checker import (
     expand_sources,
     is_recording,
     load_config,
+    map_sources,
     open_events,
 )
 from .errors import AguiError, TransportError
@@ -263,10 +264,7 @@ def _check_all(
 ) -> list[SourceReport]:
     """Every source's report, in the order given; several at once with ``jobs`` > 1."""
     if jobs > 1 and len(specs) > 1 and "-" not in specs:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=min(jobs, len(specs))) as pool:
-            return list(pool.map(_check_one, specs, [config] * len(specs)))
+        return map_sources(_check_one, specs, config, jobs)
     reports = []
     for spec in specs:
         reports.append(_check_one(spec, config, tick=progress.tick))
@@ -303,7 +301,7 @@ def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if fmt == "html":  # the findings in the page that shows the run (aguikit view)
         from .view import build_view
 
-        page = build_view(readable, config)
+        page = build_view(readable, config, jobs=args.jobs)
         checked = iter(page.reports)
     else:
         checked = iter(_check_all(readable, config, args.jobs, progress))
@@ -355,7 +353,7 @@ def _run_view(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         except Unreadable as exc:
             err.write(f"aguikit: {exc}\n")
             code = EXIT_UNREADABLE
-    view = build_view(specs, config)
+    view = build_view(specs, config, jobs=args.jobs)
     readable = []
     for spec, report in zip(specs, view.reports, strict=True):
         if report.unreadable is not None:
@@ -727,6 +725,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     for name in ("select", "ignore"):
         view.add_argument(f"--{name}", action="append", metavar="IDS", help=f"as check --{name}")
+    view.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="processes")
     replay = sub.add_parser("replay", help="print the conversation a stream materialises")
     convert = sub.add_parser("convert", help="re-encode a stream as SSE, JSONL or protobuf")
     for one_source in (replay, convert):

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import datetime
 import functools
 import hashlib
 import itertools
@@ -44,14 +45,23 @@ from typing import Any, Final
 
 import attrs
 
+from .agent import interrupt_expired
 from .catalogue import RULES_BY_ID, Severity
 from .changes import ChangeKind, What
-from .checker import CheckConfig, SourceReport, Unreadable, check_source, is_recording
+from .checker import (
+    CheckConfig,
+    SourceReport,
+    Unreadable,
+    check_source,
+    is_recording,
+    map_sources,
+)
 from .conversation import Exchange, Recording, Watching, check_recording
+from .conversation import threads as by_thread
 from .errors import AguiError
 from .jsonio import escape_pointer, loads
 from .patch import copy_json
-from .session import Update
+from .session import RunOutcome, Update
 from .wire import to_wire
 
 __all__ = ["LANES", "ViewData", "build_view", "concern", "embed_json", "render_page", "state_diff"]
@@ -215,9 +225,10 @@ class _Recorder(Watching):
                         for call in wire.get("toolCalls") or ():
                             call.get("function", {}).pop("arguments", None)
                     row = [change.message_id, change.index, wire, int(keep)]
-                    if self._rows.get(change.message_id) != row:  # not only its text grew
+                    before = self._rows.get(change.message_id)
+                    if before != row:  # not only its text grew
                         self._rows[change.message_id] = row
-                        ops.append(["m", *row])
+                        ops.append(_call_added(before, row, raw) or ["m", *row])
             self._call(number, update)
         if ops:
             self.message_ops.append((number, ops))
@@ -233,6 +244,25 @@ class _Recorder(Watching):
             self.state_ops.append(
                 (number, [[*op[:2], copy_json(op[2])] if len(op) > 2 else op for op in diff])
             )
+
+    def seen(self) -> _Seen:
+        """What this session kept, as plain values (sent back from a ``--jobs`` worker)."""
+        subagents = [
+            (sub.run_id, sub.name, sub.parent_subagent_run_id, str(sub.status))
+            for sub in self.subagents
+        ]
+        return _Seen(
+            self.exchange,
+            self.raw,
+            self.lanes,
+            self.message_ops,
+            self.state_ops,
+            self.calls,
+            self.initial_messages,
+            self.initial_state,
+            subagents,
+            self.runs,
+        )
 
     def _grew(self, op: str, target: list[Any], raw: Any, delta: str) -> list[Any]:
         """
@@ -272,6 +302,33 @@ class _Recorder(Watching):
                         entry["unparsed"] = str(exc)
         elif kind is ChangeKind.TOOL_RESULT:
             entry["result"] = number
+
+
+def _call_added(before: list[Any] | None, row: list[Any], raw: Any) -> list[Any] | None:
+    """
+    A message's row that differs from its previous one only by one more tool call at the
+    end (a ``TOOL_CALL_START``), as a ``c`` operation: the message, and the call unless it
+    is the event's own ``toolCallId`` and ``toolCallName`` (the page takes them from
+    there).  Rewriting the whole row would repeat every earlier call of the message.
+    """
+    if before is None or before[1] != row[1] or not (before[3] == row[3] == 1):
+        return None
+    calls = row[2].get("toolCalls")
+    if not calls:
+        return None
+    rest = dict(row[2])
+    if len(calls) > 1:
+        rest["toolCalls"] = calls[:-1]
+    else:
+        del rest["toolCalls"]
+    if rest != before[2]:
+        return None
+    call = calls[-1]
+    if isinstance(raw, Mapping):
+        named = raw.get("toolCallName")
+        if call == {"id": raw.get("toolCallId"), "type": "function", "function": {"name": named}}:
+            return ["c", row[0]]
+    return ["c", row[0], call]
 
 
 def _tokens(pointer: str) -> list[str]:
@@ -375,6 +432,23 @@ def _lane(concern_name: str, subagent: Any) -> str:
 
 
 @attrs.define
+class _Seen:
+    """One session's events and what its fold did at each (:class:`_Recorder`)."""
+
+    exchange: Exchange | None
+    raw: list[Any]
+    lanes: list[str]
+    message_ops: list[tuple[int, list[list[Any]]]]
+    state_ops: list[tuple[int, list[list[Any]]]]
+    calls: dict[str, dict[str, Any]]
+    initial_messages: list[dict[str, Any]]
+    initial_state: Any
+    subagents: list[tuple[str, str, str | None, str]]
+    """Each invocation the session announced: id, name, parent, status."""
+    runs: list[RunOutcome]
+
+
+@attrs.define
 class _Collector:
     sessions: list[_Recorder] = attrs.Factory(list)
 
@@ -390,8 +464,9 @@ class ViewData:
     data: dict[str, Any]
 
 
-def _check(spec: str, config: CheckConfig) -> tuple[SourceReport, _Collector, Recording | None]:
-    """One source through the check's own pass, with recording sessions."""
+def _check(spec: str, config: CheckConfig) -> tuple[SourceReport, list[_Seen], Recording | None]:
+    """One source through the check's own pass, with recording sessions: what they kept
+    is plain values, so that a ``--jobs`` worker process can send it back."""
     sink = _Collector()
     if is_recording(spec):
         read: list[Recording] = []
@@ -400,7 +475,7 @@ def _check(spec: str, config: CheckConfig) -> tuple[SourceReport, _Collector, Re
             return _Recorder(sink, exchange, **kwargs)
 
         report = check_recording(spec, config, make_session=make, seen=read.append)
-        return report, sink, read[0] if read else None
+        return report, [s.seen() for s in sink.sessions], read[0] if read else None
     session = _Recorder(
         sink,
         verify=True,
@@ -409,7 +484,8 @@ def _check(spec: str, config: CheckConfig) -> tuple[SourceReport, _Collector, Re
         collect_issues=True,
         recover=True,
     )
-    return check_source(spec, config, session=session), sink, None
+    report = check_source(spec, config, session=session)
+    return report, [s.seen() for s in sink.sessions], None
 
 
 def _usage(raw: Iterable[Any], total: dict[str, int]) -> None:
@@ -472,7 +548,131 @@ def _rule_text(rule: str) -> dict[str, str]:
     return {"symbol": row.symbol, "title": row.title, "source": row.source}
 
 
-def build_view(specs: list[str], config: CheckConfig) -> ViewData:
+def _interrupt(
+    at: int, interrupt: Any, source: int, exchange: int | None, follow: list[Any]
+) -> dict[str, Any]:
+    """
+    An interrupt a run ended with (``RUN_FINISHED`` at event ``at``) and the later requests
+    of its thread that were held to it (``follow``: each ``(exchange, first event, started)``,
+    as the conversation's judge pairs them: every request after the interrupted run, until
+    a served one): each resume entry naming it, and its status.  ``resolved`` or
+    ``cancelled`` is the first answer's, ``expired`` when it resolved one the consumer
+    judged expired then (``AGUI-R005``); ``unanswered``, a later request that names it in
+    no entry (``AGUI-R003``); ``open``, no later request in the source.  ``expired`` is that
+    reading of ``expiresAt`` when it was answered, or now for one never answered.
+    """
+    answers = []
+    for later, first, started in follow:
+        for index, entry in enumerate(_resume(later.request)):
+            if entry.get("interruptId") == interrupt.id:
+                now = started or datetime.datetime.now(datetime.UTC)
+                answers.append(
+                    {
+                        "source": source,
+                        "exchange": later.number,
+                        "entry": index,
+                        "event": first,
+                        "status": entry.get("status"),
+                        "expired": interrupt_expired(interrupt, now),
+                    }
+                )
+    if answers:
+        status, expired = str(answers[0]["status"]), bool(answers[0]["expired"])
+        if expired and status != "cancelled":  # only abandoning it was left (AGUI-R005)
+            status = "expired"
+    else:
+        status = "unanswered" if follow else "open"
+        expired = interrupt_expired(interrupt, datetime.datetime.now(datetime.UTC))
+    return {
+        "at": at,
+        "id": interrupt.id,
+        "reason": interrupt.reason,
+        "message": interrupt.message,
+        "toolCallId": interrupt.tool_call_id,
+        "subagent": interrupt.subagent_run_id,
+        "expiresAt": interrupt.expires_at,
+        "source": source,
+        "exchange": exchange,
+        "status": status,
+        "expired": expired,
+        "answers": answers,
+    }
+
+
+def _resume(request: Any) -> list[dict[str, Any]]:
+    entries = request.get("resume") if isinstance(request, dict) else None
+    return [e if isinstance(e, dict) else {} for e in entries] if isinstance(entries, list) else []
+
+
+def _interrupts(
+    sessions: list[_Seen],
+    recording: Recording | None,
+    bases: dict[int | None, tuple[int, int]],
+    source: int,
+) -> list[dict[str, Any]]:
+    """Every interrupt of the source's runs, each linked to the requests that answer it."""
+    follows: dict[int, list[Any]] = {}  # id(session) -> the requests held to its last run
+    if recording is not None:
+        by_number = {s.exchange.number: s for s in sessions if s.exchange is not None}
+        for thread in by_thread(recording.exchanges).values():
+            before: _Seen | None = None
+            for exchange in thread:
+                if before is not None and isinstance(exchange.request, dict):
+                    base, count = bases.get(exchange.number, (0, 0))
+                    first = base if count else None
+                    follows[id(before)].append((exchange, first, exchange.started))
+                session = by_number.get(exchange.number)
+                if session is not None and session.runs:
+                    before = session
+                    follows[id(session)] = []
+    out = []
+    for session in sessions:
+        number = session.exchange.number if session.exchange is not None else None
+        base = bases[number][0]
+        runs = session.runs
+        for position, run in enumerate(runs):
+            if run.status != "interrupted" or run.ended_at is None:
+                continue
+            last = position == len(runs) - 1  # only the last run is answered by a request
+            follow = follows.get(id(session), []) if last else []
+            for interrupt in run.interrupts:
+                out.append(_interrupt(base + run.ended_at, interrupt, source, number, follow))
+    return out
+
+
+def _nest(subagents: dict[str, dict[str, Any]]) -> None:
+    """Each invocation's depth: 1 under the parent agent, one more per invocation above."""
+    for entry in subagents.values():
+        depth, parent = 1, entry["parent"]
+        while parent in subagents and depth < 32:  # a cycle is the checker's finding
+            depth += 1
+            parent = subagents[parent]["parent"]
+        entry["depth"] = depth
+
+
+def _lane_order(lanes: list[str], subagents: dict[str, dict[str, Any]]) -> list[str]:
+    """
+    The lanes as drawn: the concerns, then each invocation's lanes under its parent's
+    (an invocation after its parent, siblings in the order they started), so a subagent
+    of a subagent is nested twice.
+    """
+
+    def path(sub: str) -> list[int]:
+        chain: list[int] = []
+        while sub in subagents and len(chain) < 32:
+            chain.insert(0, subagents[sub]["first"])
+            sub = subagents[sub]["parent"]
+        return chain
+
+    def key(name: str) -> tuple[list[int], int]:
+        concern_name, _, sub = name.partition("@")
+        rank = LANES.index(concern_name) if concern_name in LANES else len(LANES)
+        return (path(sub) if sub else [], rank)
+
+    return sorted(lanes, key=key)
+
+
+def build_view(specs: list[str], config: CheckConfig, jobs: int = 1) -> ViewData:
     """
     Check every source as ``aguikit check`` does and resolve what the page shows.
 
@@ -480,6 +680,8 @@ def build_view(specs: list[str], config: CheckConfig) -> ViewData:
     ``unreadable``); the data holds every event that was read, in order, each with its
     source, exchange, number, lane and raw wire dict, the conversation's row operations,
     the state's differences, tool calls, findings at their events, timing and requests.
+    With ``jobs`` > 1 the sources are checked in that many processes, as ``aguikit check
+    --jobs`` checks them (:func:`aguikit.checker.map_sources`).
     """
     reports: list[SourceReport] = []
     sources: list[dict[str, Any]] = []
@@ -492,13 +694,14 @@ def build_view(specs: list[str], config: CheckConfig) -> ViewData:
     starts: list[list[Any]] = []
     calls: dict[str, Any] = {}
     subagents: dict[str, dict[str, Any]] = {}
+    interrupts: list[dict[str, Any]] = []
     usage: dict[str, int] = {}
     threads: set[str] = set()
     runs: list[dict[str, Any]] = []
     timestamps: list[int] = []
     rules: dict[str, dict[str, str]] = {}
-    for source_index, spec in enumerate(specs):
-        report, sink, recording = _check(spec, config)
+    checked = map_sources(_check, specs, config, jobs)
+    for source_index, (report, seen, recording) in enumerate(checked):
         reports.append(report)
         bases: dict[int | None, tuple[int, int]] = {}
         exchanges: list[dict[str, Any]] = []
@@ -521,7 +724,7 @@ def build_view(specs: list[str], config: CheckConfig) -> ViewData:
                     }
                 )
                 previous[thread] = exchange.request
-        for session in sink.sessions:
+        for session in seen:
             number = session.exchange.number if session.exchange is not None else None
             base = len(events)
             bases[number] = (base, len(session.raw))
@@ -531,6 +734,11 @@ def build_view(specs: list[str], config: CheckConfig) -> ViewData:
             for raw, lane in zip(session.raw, session.lanes, strict=True):
                 if lane not in lanes:
                     lanes[lane] = len(lanes)
+                _, _, sub = lane.partition("@")
+                if sub:  # the invocation's span: from the event that started it to its last
+                    entry = subagents.setdefault(sub, {"name": None, "parent": None})
+                    entry.setdefault("first", len(events))
+                    entry["last"] = len(events)
                 events.append(raw)
                 event_lanes.append(lanes[lane])
                 if isinstance(raw, Mapping):
@@ -549,12 +757,10 @@ def build_view(specs: list[str], config: CheckConfig) -> ViewData:
                 call["args"] = [base + n for n in call["args"]]
                 calls[call_id] = call
             _usage(session.raw, usage)
-            for sub in session.subagents:
-                subagents[sub.run_id] = {
-                    "name": sub.name,
-                    "parent": sub.parent_subagent_run_id,
-                    "status": str(sub.status),
-                }
+            for run_id, name, parent, status in session.subagents:
+                entry = subagents.setdefault(run_id, {"first": base, "last": base})
+                entry.update(name=name, parent=parent, status=status)
+        interrupts.extend(_interrupts(seen, recording, bases, source_index))
         for finding in report.findings:
             at = None
             base_of, count = bases.get(finding.exchange, (0, 0))
@@ -588,11 +794,15 @@ def build_view(specs: list[str], config: CheckConfig) -> ViewData:
                 "exchanges": exchanges,
             }
         )
+    _nest(subagents)
+    order = _lane_order(list(lanes), subagents)
+    moved = [order.index(name) for name in lanes]  # old lane index -> drawn position
+    event_lanes = [moved[lane] for lane in event_lanes]
     severities = {s.value: sum(r.by_severity(s) for r in reports) for s in Severity}
     duration = max(timestamps) - min(timestamps) if timestamps else None
     data = {
         "sources": sources,
-        "lanes": list(lanes),
+        "lanes": order,
         "events": events,
         "eventLanes": event_lanes,
         "findings": findings,
@@ -602,6 +812,7 @@ def build_view(specs: list[str], config: CheckConfig) -> ViewData:
         "starts": starts,
         "calls": calls,
         "subagents": subagents,
+        "interrupts": interrupts,
         "summary": {
             "threads": sorted(threads),
             "runs": runs,

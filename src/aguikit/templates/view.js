@@ -52,6 +52,35 @@
     return best;
   }
 
+  // --- subagents: each event's invocation and its depth (1 under the parent agent) -------
+  function has(object, key) { return typeof key === "string" && Object.prototype.hasOwnProperty.call(object, key); }
+  const SUBS = Object.keys(D.subagents);
+  const LANE_SUB = D.lanes.map(function (name) { const at = name.indexOf("@"); return at > 0 ? name.slice(at + 1) : null; });
+  function chainOf(sub) { // the invocations from the outermost down to sub
+    const chain = [];
+    while (sub !== null && chain.length < 32) { chain.unshift(sub); sub = has(D.subagents, sub) ? D.subagents[sub].parent : null; }
+    return chain;
+  }
+  const LANE_CHAIN = LANE_SUB.map(function (sub) { return sub === null ? [] : chainOf(sub); });
+  function opens(i) { return typeOf(EV[i]) === "SUBAGENT_STARTED" && LANE_SUB[LANE[i]] !== null; }
+  // The event that starts an invocation sits at its parent's depth; what it produced, under it.
+  function chainAt(i) { const c = LANE_CHAIN[LANE[i]]; return opens(i) ? c.slice(0, -1) : c; }
+  function hue(sub) { return "hsl(" + ((SUBS.indexOf(sub) * 67 + 200) % 360) + ", 55%, 48%)"; }
+
+  // --- interrupts, and the requests whose resume entries answer them --------------------
+  const RAISED = new Map(), ANSWERING = new Map(), LINKS = [];
+  function listAt(map, key) { if (!map.has(key)) map.set(key, []); return map.get(key); }
+  D.interrupts.forEach(function (it, k) {
+    listAt(RAISED, it.at).push(k);
+    it.answers.forEach(function (a, j) {
+      if (a.event === null) return;
+      listAt(ANSWERING, a.event).push([k, j]);
+      LINKS.push([it.at, a.event, k]);
+    });
+  });
+  function statusText(it) { return it.status + (it.expired && it.status !== "expired" ? ", expired" : ""); }
+  function answerText(a) { return "exchange " + a.exchange + " resume[" + a.entry + "] " + a.status; }
+
   // --- state and conversation after an event -------------------------------------------
   function startOf(index) { const at = bisect(D.starts, index) - 1; return at >= 0 ? D.starts[at] : null; }
   function unescapeToken(t) { return t.replace(/~1/g, "/").replace(/~0/g, "~"); }
@@ -98,6 +127,14 @@
           (list[g].toolCalls || []).forEach(function (c) {
             if (c.id === lastArgs[1]) c.function.arguments = (c.function.arguments || "") + text;
           });
+          return;
+        }
+        if (op[0] === "c") { // one more tool call on a message (given, or the event's)
+          const m = find(op[1]), raw = EV[D.messageOps[i][0]];
+          if (m < 0) return;
+          const call = op.length > 2 ? clone(op[2]) : { id: raw.toolCallId, type: "function", function: { name: raw.toolCallName } };
+          if (call.function) call.function.arguments = "";
+          (list[m].toolCalls = list[m].toolCalls || []).push(call);
           return;
         }
         const at = find(op[1]);
@@ -207,6 +244,16 @@
       rt.appendChild(tr);
     });
     box.appendChild(rt);
+    if (D.interrupts.length) {
+      box.appendChild(el("h2", "", "Interrupts (" + D.interrupts.length + ")"));
+      const it = el("div"); it.id = "interrupts";
+      D.interrupts.forEach(function (_, k) {
+        const line = interruptLine(k);
+        line.insertBefore(el("span", "dim", "event " + (D.interrupts[k].at + 1) + " "), line.firstChild);
+        it.appendChild(line);
+      });
+      box.appendChild(it);
+    }
     box.appendChild(el("h2", "", "Findings (" + D.findings.length + ")"));
     const list = el("div"); list.id = "findings"; box.appendChild(list);
     let shown = 0;
@@ -223,7 +270,7 @@
 
   // --- timeline -----------------------------------------------------------------------
   const rows = document.getElementById("rows"), spacer = document.getElementById("spacer");
-  let visible = [], selected = -1, tab = "event", markPointer = null;
+  let visible = [], selected = -1, tab = "event", markPointer = null, requestMark = null;
   const types = Array.from(new Set(EV.map(typeOf))).sort();
   function options(select, values, labels) {
     values.forEach(function (v, i) { const o = el("option", "", labels ? labels[i] : v); o.value = String(v); select.appendChild(o); });
@@ -247,6 +294,9 @@
     }
     const h = el("div", "lane-head", label);
     h.title = label;
+    const chain = LANE_CHAIN[heads.childNodes.length];
+    h.dataset.depth = String(chain.length);
+    if (chain.length) { h.classList.add("sub"); h.style.borderLeftColor = hue(chain[chain.length - 1]); h.style.paddingBottom = (chain.length - 1) * 12 + "px"; }
     heads.appendChild(h);
   });
   let searchText = null;
@@ -297,17 +347,59 @@
       dot.style.background = COLORS[D.lanes[lane].split("@")[0]] || "#777";
       cells.appendChild(dot);
       row.appendChild(cells);
+      row.appendChild(gutter(i));
+      row.appendChild(nest(i, row));
       const found = byEvent.get(i);
       if (found) row.appendChild(el("span", "b " + worst(found), found.length));
       row.appendChild(el("span", "t", typeOf(e)));
+      (RAISED.get(i) || []).forEach(function (k) {
+        const it = D.interrupts[k], a = it.answers[0];
+        const b = el("span", "ilink " + it.status + (it.expired ? " expired" : ""),
+          "\u25c6 " + it.id + " \u2192 " + (a ? "exchange " + a.exchange + " resume[" + a.entry + "]" : statusText(it)));
+        b.dataset.interrupt = String(k); b.title = "interrupt " + it.id + ": " + statusText(it);
+        row.appendChild(b);
+      });
+      (ANSWERING.get(i) || []).forEach(function (pair) {
+        const it = D.interrupts[pair[0]];
+        const b = el("span", "ilink back " + it.status, "\u25b6 resumes " + it.id);
+        b.dataset.raised = String(pair[0]); row.appendChild(b);
+      });
       row.appendChild(el("span", "s", describe(e)));
       rows.appendChild(row);
     }
   }
+  function gutter(i) { // the line from an interrupt to the request that resumes it
+    const g = el("span", "links");
+    LINKS.forEach(function (link) {
+      if (i < link[0] || i > link[1]) return;
+      const seg = el("span", "seg " + D.interrupts[link[2]].status);
+      seg.style.top = (i === link[0] ? ROW / 2 : 0) + "px";
+      seg.style.bottom = (i === link[1] ? ROW / 2 : 0) + "px";
+      g.appendChild(seg);
+    });
+    return g;
+  }
+  function nest(i, row) { // one guide per invocation the event is under; an opener's mark
+    const chain = chainAt(i), box = el("span", "nest");
+    box.style.width = (chain.length + (opens(i) ? 1 : 0)) * 14 + "px";
+    chain.forEach(function (sub, level) {
+      const bar = el("span", "guide"); bar.style.left = level * 14 + 5 + "px"; bar.style.background = hue(sub); box.appendChild(bar);
+    });
+    if (opens(i)) {
+      const sub = LANE_SUB[LANE[i]], mark = el("span", "opener", "\u25be");
+      mark.style.left = chain.length * 14 + "px"; mark.style.color = hue(sub); box.appendChild(mark);
+    }
+    row.dataset.depth = String(chain.length);
+    return box;
+  }
   rows.addEventListener("scroll", function () { window.requestAnimationFrame(draw); });
   // One listener for every row: a row redrawn between a press and its release still clicks.
   rows.addEventListener("click", function (ev) {
-    const row = ev.target instanceof Element ? ev.target.closest(".row") : null;
+    const target = ev.target instanceof Element ? ev.target : null;
+    const link = target ? target.closest(".ilink") : null;
+    if (link && link.dataset.interrupt !== undefined) { openAnswer(Number(link.dataset.interrupt), 0); return; }
+    if (link && link.dataset.raised !== undefined) { openRaised(Number(link.dataset.raised)); return; }
+    const row = target ? target.closest(".row") : null;
     if (row) select(Number(row.dataset.i), null);
   });
   window.addEventListener("resize", draw);
@@ -318,8 +410,8 @@
     if (p * ROW < rows.scrollTop) rows.scrollTop = p * ROW;
     else if ((p + 1) * ROW > rows.scrollTop + rows.clientHeight) rows.scrollTop = (p + 1) * ROW - rows.clientHeight;
   }
-  function select(i, pointer) {
-    selected = i; markPointer = pointer;
+  function select(i, pointer, mark) {
+    selected = i; markPointer = pointer; requestMark = mark === undefined ? null : mark;
     document.body.dataset.selected = String(i);
     reveal(i); draw(); detail();
   }
@@ -330,6 +422,30 @@
     if (visible.indexOf(f[0]) < 0) { resetFilters(); }
     tab = "event"; tabs();
     select(f[0], f[7]);
+  }
+  function openAnswer(k, j) {
+    // The request whose resume entry answers interrupt k, with that entry marked; an
+    // interrupt nobody answered stays at the event that raised it.
+    const a = D.interrupts[k].answers[j];
+    if (!a) { openRaised(k); return; }
+    showTimeline();
+    tab = "request";
+    if (a.event === null) { // a request that streamed nothing: its panel alone
+      selected = -1; document.body.dataset.selected = "-1"; requestMark = "/resume/" + a.entry; draw();
+      const panel = document.getElementById("panel"); clear(panel); tabs();
+      requestTab(panel, { source: a.source, exchange: a.exchange }); return;
+    }
+    if (visible.indexOf(a.event) < 0) resetFilters();
+    select(a.event, null, "/resume/" + a.entry);
+  }
+  function openRaised(k) {
+    const it = D.interrupts[k];
+    showTimeline();
+    if (visible.indexOf(it.at) < 0) resetFilters();
+    const raw = EV[it.at], listed = raw && raw.outcome && Array.isArray(raw.outcome.interrupts) ? raw.outcome.interrupts : [];
+    let n = -1;
+    listed.forEach(function (item, m) { if (n < 0 && item && item.id === it.id) n = m; });
+    tab = "event"; select(it.at, n < 0 ? null : "/outcome/interrupts/" + n);
   }
   function resetFilters() {
     ["f-type", "f-lane", "f-text"].forEach(function (id) { document.getElementById(id).value = ""; });
@@ -382,6 +498,7 @@
   function eventTab(panel, e) {
     (byEvent.get(selected) || []).forEach(function (n) { panel.appendChild(findingBlock(n)); });
     const raw = e.raw;
+    interruptsAt(panel, selected);
     panel.appendChild(jsonView(raw, markPointer));
     const mark = document.getElementById("pointer-mark");
     if (mark) mark.scrollIntoView({ block: "nearest" });
@@ -401,6 +518,28 @@
       if (call.result !== undefined) { panel.appendChild(el("div", "dim", "result (event " + (call.result + 1) + ")")); const r = jsonView(EV[call.result], null); r.id = "call-result"; panel.appendChild(r); }
     }
   }
+  function interruptLine(k) {
+    const it = D.interrupts[k];
+    const line = el("div", "interrupt");
+    line.appendChild(el("span", "ist " + it.status, statusText(it)));
+    line.appendChild(el("span", "", " " + it.id + (it.reason ? " (" + it.reason + ")" : "") + (it.message ? ": " + short(it.message, 200) : "")));
+    if (it.subagent) line.appendChild(el("span", "tag", "subagent " + it.subagent));
+    if (it.expiresAt) line.appendChild(el("span", "tag" + (it.expired ? " enc" : ""), "expires " + it.expiresAt));
+    it.answers.forEach(function (a, j) {
+      const b = el("button", "ilink " + it.status, "\u2192 " + answerText(a) + (a.expired ? " (expired)" : ""));
+      b.type = "button"; b.addEventListener("click", function () { openAnswer(k, j); }); line.appendChild(b);
+    });
+    if (!it.answers.length) line.appendChild(el("span", "dim", it.status === "open" ? "  no later request in this source" : "  the next request has no resume entry for it"));
+    return line;
+  }
+  function interruptsAt(panel, i) {
+    const raised = RAISED.get(i);
+    if (!raised) return;
+    panel.appendChild(el("h2", "", "Interrupts"));
+    const box = el("div"); box.id = "event-interrupts";
+    raised.forEach(function (k) { box.appendChild(interruptLine(k)); });
+    panel.appendChild(box);
+  }
   function diffOf(index) {
     const at = bisect(D.stateOps, index) - 1;
     return at >= 0 && D.stateOps[at][0] === index ? D.stateOps[at][1] : null;
@@ -416,6 +555,16 @@
         box.appendChild(el("div", cls, word + (op[1] || "/") + (op[0] === "-" ? "" : " = " + short(op[2], CUT))));
       });
       panel.appendChild(box);
+    }
+    const raw = EV[selected];
+    if (typeOf(raw) === "STATE_DELTA" && Array.isArray(raw.delta)) { // the patch as it was sent
+      panel.appendChild(el("h2", "", "Patch operations (" + raw.delta.length + ")"));
+      const list = el("div", "diff"); list.id = "state-ops";
+      raw.delta.forEach(function (op) {
+        const o = op && typeof op === "object" ? op : {};
+        list.appendChild(el("div", "", short(o.op, 20) + " " + short(o.path, 200) + (o.from !== undefined ? " from " + short(o.from, 200) : "") + (o.value !== undefined ? " = " + short(o.value, 200) : "")));
+      });
+      panel.appendChild(list);
     }
     panel.appendChild(el("h2", "", "State after event " + (selected + 1)));
     const pre = el("pre"); pre.id = "state";
@@ -484,13 +633,26 @@
     if (resume.length) {  // the interrupts this request answers, as it sent them
       panel.appendChild(el("h2", "", "Resumes"));
       const r = el("div"); r.id = "request-resume";
-      resume.forEach(function (item) {
-        r.appendChild(el("div", "", "interrupt " + (item && item.interruptId) + ": " + (item && item.status)));
+      resume.forEach(function (item, index) {
+        const line = el("div", "", "resume[" + index + "] interrupt " + (item && item.interruptId) + ": " + (item && item.status) + " ");
+        let found = false;
+        D.interrupts.forEach(function (it, k) {
+          it.answers.forEach(function (a) {
+            if (a.source !== e.source || a.exchange !== x.number || a.entry !== index) return;
+            found = true;
+            const b = el("button", "ilink back " + it.status, "\u2190 raised at event " + (it.at + 1) + (a.expired ? " (expired when answered)" : ""));
+            b.type = "button"; b.addEventListener("click", function () { openRaised(k); }); line.appendChild(b);
+          });
+        });
+        if (!found) line.appendChild(el("span", "del", "names no interrupt of the run it continues"));
+        r.appendChild(line);
       });
       panel.appendChild(r);
     }
     panel.appendChild(el("h2", "", "Request"));
-    panel.appendChild(jsonView(x.request, null));
+    panel.appendChild(jsonView(x.request, requestMark));
+    const mark = document.getElementById("pointer-mark");
+    if (mark) mark.scrollIntoView({ block: "nearest" });
   }
 
   // --- wiring -------------------------------------------------------------------------
