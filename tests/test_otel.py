@@ -504,6 +504,67 @@ def test_metrics_count_runs_events_findings_and_time(sdk: Sdk) -> None:
     assert sdk.metric("agui.findings") == {}
 
 
+async def one_run(telemetry: Telemetry, run_id: str) -> None:
+    async with RunWriter(run_input(run_id), telemetry=telemetry) as run:
+        await run.say("hi", message_id=f"m-{run_id}")
+
+
+def test_the_counters_are_cumulative_sums_every_telemetry_of_a_provider_adds_to(
+    sdk: Sdk,
+) -> None:
+    """The runs, events and findings counters are exported as the monotonic cumulative
+    sums a counter gives, though each run adds its counts only when it ends; two
+    ``Telemetry`` objects on one meter provider add to the same sums (the SDK would drop a
+    second set of asynchronous counters under the same names), and a later collection
+    sees the earlier runs too."""
+    from opentelemetry.sdk.metrics.export import AggregationTemporality, Sum
+
+    first, second = sdk.telemetry(), sdk.telemetry()
+    asyncio.run(one_run(first, "run-1"))
+    asyncio.run(one_run(second, "run-2"))
+    success = (("agui.run.outcome", "success"), ("agui.side", "server"))
+    assert sdk.metric("agui.runs") == {success: 2}
+
+    asyncio.run(one_run(first, "run-3"))
+    assert sdk.metric("agui.runs") == {success: 3}
+    content = (("agui.event.type", "TEXT_MESSAGE_CONTENT"), ("agui.side", "server"))
+    assert sdk.metric("agui.events")[content] == 3
+    data = sdk.reader.get_metrics_data()
+    assert data is not None
+    (scope,) = data.resource_metrics[0].scope_metrics
+    assert scope.scope.name == "aguikit"
+    counters = {m.name: m for m in scope.metrics if m.name in ("agui.runs", "agui.events")}
+    assert {name: m.unit for name, m in counters.items()} == {
+        "agui.runs": "{run}",
+        "agui.events": "{event}",
+    }
+    for metric in counters.values():
+        assert isinstance(metric.data, Sum)
+        assert metric.data.is_monotonic
+        assert metric.data.aggregation_temporality == AggregationTemporality.CUMULATIVE
+
+
+def test_a_meter_provider_that_takes_no_weak_reference_still_counts(sdk: Sdk) -> None:
+    """The counters are kept per meter provider, weakly where it allows it; one that does
+    not (a ``__slots__`` class) has its counters kept for good instead."""
+
+    class Provider:
+        __slots__ = ("inner",)
+
+        def __init__(self, inner: MeterProvider) -> None:
+            self.inner = inner
+
+        def get_meter(self, *args: Any, **kwargs: Any) -> Any:
+            return self.inner.get_meter(*args, **kwargs)
+
+    provider: Any = Provider(sdk.meter_provider)
+    for run_id in ("run-1", "run-2"):
+        asyncio.run(one_run(Telemetry(meter_provider=provider), run_id))
+    assert sdk.metric("agui.runs") == {
+        (("agui.run.outcome", "success"), ("agui.side", "server")): 2
+    }
+
+
 def test_repairs_and_findings_are_span_events_and_counts(sdk: Sdk) -> None:
     """A repair (``AGUI-W021``) and an audited violation, each with its rule id, severity
     and event index."""
