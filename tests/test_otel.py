@@ -544,6 +544,41 @@ def test_the_counters_are_cumulative_sums_every_telemetry_of_a_provider_adds_to(
         assert metric.data.aggregation_temporality == AggregationTemporality.CUMULATIVE
 
 
+def test_events_of_one_kind_in_a_row_are_counted_and_indexed_like_any(sdk: Sdk) -> None:
+    """A message's deltas in a row are counted without a dictionary update each, and still
+    add up: by type across two messages, and in the index a later span event carries."""
+
+    async def produce() -> list[Mapping[str, Any]]:
+        async with RunWriter(run_input("run-s"), telemetry=sdk.telemetry()) as run:
+            async with run.text_message(message_id="m-1") as message:
+                for n in range(5):
+                    await message.write(f"{n} ")
+            await run.set_state({"a": 1})
+            async with run.text_message(message_id="m-2") as message:
+                for n in range(3):
+                    await message.write(f"{n} ")
+        return run.events
+
+    events = asyncio.run(produce())
+
+    (span,) = from_sdk(sdk.exporter.get_finished_spans())
+    ((name, found),) = span.events
+    assert name == "agui.state_snapshot"
+    assert events[found["agui.event.index"]]["type"] == "STATE_SNAPSHOT"
+    counted = {
+        dict(key)["agui.event.type"]: count for key, count in sdk.metric("agui.events").items()
+    }
+    assert counted == {
+        "RUN_STARTED": 1,
+        "TEXT_MESSAGE_START": 2,
+        "TEXT_MESSAGE_CONTENT": 8,
+        "TEXT_MESSAGE_END": 2,
+        "STATE_SNAPSHOT": 1,
+        "RUN_FINISHED": 1,
+    }
+    assert sum(counted.values()) == len(events)
+
+
 def test_a_meter_provider_that_takes_no_weak_reference_still_counts(sdk: Sdk) -> None:
     """The counters are kept per meter provider, weakly where it allows it; one that does
     not (a ``__slots__`` class) has its counters kept for good instead."""

@@ -491,6 +491,8 @@ class ObservedRun:
         "_open",
         "_owners",
         "_reasoning",
+        "_repeats",
+        "_same",
         "_started",
         "_steps",
         "_texts",
@@ -520,6 +522,10 @@ class ObservedRun:
             (_HANDLERS if telemetry.capture_content else _SHAPING) if self.recording else _ENDING
         )
         self._counts: dict[str, int] = {}
+        self._same = ""
+        """The kind of the last event when no handler takes it: the next event of that kind
+        is only counted, in ``_repeats``, not yet in ``_counts``."""
+        self._repeats = 0
         self._owners: dict[str | None, Span] = {None: span}
         self._steps: dict[tuple[str | None, str], Span] = {}
         self._open: dict[str | None, list[Span]] = {}
@@ -532,7 +538,13 @@ class ObservedRun:
     def event(self, event: Any) -> None:
         """One typed event, after chunk expansion, in the order it was sent or delivered."""
         kind = event.type
-        counts = self._counts
+        if kind == self._same:
+            # Most events are the deltas of a message, a reasoning block or a tool call's
+            # arguments, each kind in a row, and no handler takes them: one comparison
+            # and one increment each, the dictionary updated when the kind changes.
+            self._repeats += 1
+            return
+        counts = self._tally()
         if kind in counts:
             counts[kind] += 1
         else:  # the first event after RUN_STARTED is necessarily a kind not seen yet
@@ -540,11 +552,23 @@ class ObservedRun:
             if self._first is None and kind != "RUN_STARTED":
                 self._first = time.perf_counter()
         handler = self._handlers.get(kind)
-        if handler is not None and not self.ended:
+        if handler is None:
+            self._same = kind
+            return
+        self._same = ""
+        if not self.ended:
             try:
                 handler(self, event)
             except Exception:  # telemetry must never fail the run it observes
                 LOGGER.exception("aguikit.otel could not record %s; the run goes on", kind)
+
+    def _tally(self) -> dict[str, int]:
+        """The run's counts by event type, with the repeats of the last kind added."""
+        counts = self._counts
+        if self._repeats:
+            counts[self._same] += self._repeats
+            self._repeats = 0
+        return counts
 
     def warning(self, code: str, index: int | None) -> None:
         """A finding (or a repair, ``producer-repaired``): a span event and a count."""
@@ -606,7 +630,7 @@ class ObservedRun:
         """A timestamped span event ``name`` on the run span (a proxy's upstream response,
         first byte...): the exchange's timing, beside the events'."""
         if self.recording and not self.ended:
-            self.span.add_event(name, {"agui.event.index": sum(self._counts.values())})
+            self.span.add_event(name, {"agui.event.index": sum(self._tally().values())})
 
     def headers(self) -> dict[str, str]:
         """``traceparent`` (and ``tracestate``, baggage) for the run's request."""
@@ -634,7 +658,7 @@ class ObservedRun:
         )
 
     def _note(self, name: str, owner: str | None, attributes: dict[str, Any]) -> None:
-        attributes["agui.event.index"] = sum(self._counts.values()) - 1
+        attributes["agui.event.index"] = sum(self._tally().values()) - 1
         self._owners.get(owner, self.span).add_event(name, attributes)
 
     def _finish(self, outcome: str, usage: Sequence[Any] | None = None) -> None:
@@ -658,7 +682,7 @@ class ObservedRun:
         if totals is None:
             return
         side = self.side
-        totals.run_ended(outcome, side, self._counts)
+        totals.run_ended(outcome, side, self._tally())
         telemetry.duration.record(
             now - self._started, {"agui.run.outcome": outcome, "agui.side": side}
         )
