@@ -4,27 +4,45 @@ What tracing costs the producer: ``RunWriter``'s per-event cost without telemetr
 memory, side by side in one process (issue 27's budget: at most +2% without an SDK, at
 most +15% with one).
 
-The run is ``bench_server.realistic_run`` (reasoning, text deltas, a tool call with its
-result and a state delta per turn: two spans, a span event and about 86 events a turn),
-emitted as typed events into an SSE-encoding sink.  The three variants alternate within
-each repeat, so drift in a loaded machine's speed hits them alike; the minimum over the
-repeats is the figure compared, the median is printed beside it.  The SDK runs with each
-of its span processors: ``SimpleSpanProcessor`` exports each span as it ends, in the
-writer's thread; ``BatchSpanProcessor`` (what a deployment uses) queues it for a thread
-of its own, whose CPU the process time counts too.
+Three workloads, each emitted as typed events into an SSE-encoding sink: one long
+``bench_server.realistic_run`` (reasoning, text deltas, a tool call with its result and a
+state delta per turn: two spans every ~80 events) and one long message (the per-event
+path alone, no span but the run's), where only the events are timed; and short runs of
+one realistic turn each (~84 events), timed whole, so each run's own cost (its span's
+start and end, the trace in ``RUN_STARTED``, its metrics) counts too.  The SDK runs with
+each of its span processors: ``SimpleSpanProcessor`` exports each span as it ends, in
+the writer's thread; ``BatchSpanProcessor`` (what a deployment uses) queues it for a
+thread of its own, whose CPU the process time counts too.
 
 One more variant is the floor under them: the same tracer provider asked for only the
-spans the realistic run must have (its run, and each reasoning block and tool call as a
-child of it, with the same attributes), started and ended directly on the SDK by an
-observer that does nothing else.  The difference between it and the ``Telemetry`` with
-the same SDK is what aguikit adds to what the issue's spans cost by themselves.  Each
-repeat runs the variants in a rotated order, so none always runs right after another.
+spans and span events the realistic run must have (its run with its outcome, each
+reasoning block and tool call as a child of it with the same attributes, the state
+snapshot's event), started and ended directly on the SDK by an observer that does
+nothing else.  The difference between it and the ``Telemetry`` with the same SDK is
+what aguikit adds to what the issue's spans cost by themselves (metrics included).
+
+Two measures, because a loaded two-core machine makes one alone untrustworthy:
+
+1. *Process time, paired.*  Each repeat runs every variant once, in an order rotated per
+   repeat, each after a full garbage collection and with the in-memory exporter emptied
+   (a deployment's exporter does not keep every span of the process: keeping them would
+   make each later collection slower for whichever variant happens to run then).  A
+   variant's overhead in a repeat is its time over the no-telemetry time of the same
+   repeat, so drift in the machine's speed cancels; the figure is the median of those
+   ratios over the repeats, printed with their quartiles.  A second no-telemetry variant
+   (``A/A``) runs the very same code: its spread is the noise of the measure itself.
+2. *Instructions* (``--instructions``, needs ``valgrind``): the script runs itself under
+   ``valgrind --tool=callgrind``, which counts every instruction each variant executes
+   between the two reads of the clock (the same part of each workload as in 1.),
+   repeatably whatever else the machine runs.  It counts work, not time (cache
+   misses, the batch processor's thread and the system's share are not in it), so it is
+   the second measure, not the figure the budget is stated in.
 
 It prints numbers and asserts nothing about time.
 
 Usage::
 
-    python bench/bench_otel.py [--events 10000] [--repeats 15]
+    python bench/bench_otel.py [--events 4000] [--repeats 31] [--instructions]
 """
 
 from __future__ import annotations
@@ -32,9 +50,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
+import os
+import re
+import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from bench_server import emit_all, realistic_run
@@ -51,11 +77,19 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 
 from aguikit.otel import Telemetry
+from aguikit.server import RunWriter
+from aguikit.transport.sse import encode_bytes
 from aguikit.wire import parse_event
 
 CPU = time.process_time
 """Process time, not wall time: the other processes of a loaded machine would otherwise
 decide the figure."""
+
+BASE = "no telemetry"
+CONTROL = "no telemetry again (A/A)"
+COUNTED = (BASE, "Telemetry(), no SDK", "floor: bare SDK spans, simple", "SDK to memory, simple")
+"""The variants whose instructions are counted: the batch processor's export runs in a
+thread of its own at moments of its choosing, so its count would not repeat."""
 
 
 def text_run(target: int) -> list[dict[str, Any]]:
@@ -68,10 +102,80 @@ def text_run(target: int) -> list[dict[str, Any]]:
     return [start, *deltas, {"type": "TEXT_MESSAGE_END", "messageId": "m"}]
 
 
+class Workload:
+    """
+    What one measured repetition does: ``runs`` runs of the ``typed`` events each.  One
+    run: only its events are timed (the writer's start and finish left out), the
+    per-event path; several: each whole run is (its span's start and end, its metrics),
+    what a chat turn costs.
+    """
+
+    def __init__(self, label: str, typed: list[Any], runs: int = 1) -> None:
+        self.label = label
+        self.typed = typed
+        self.runs = runs
+
+    @property
+    def events(self) -> int:
+        """Events sent per repetition (with the writer's RUN_STARTED and RUN_FINISHED
+        when whole runs are timed)."""
+        return len(self.typed) if self.runs == 1 else self.runs * (len(self.typed) + 2)
+
+    def run(self, telemetry: Any, clock: Callable[[], float]) -> float:
+        if self.runs == 1:
+            return asyncio.run(emit_all(self.typed, telemetry=telemetry, clock=clock))
+        return asyncio.run(emit_runs(self.typed, self.runs, telemetry=telemetry, clock=clock))
+
+
+async def emit_runs(
+    typed: list[Any], runs: int, *, telemetry: Any, clock: Callable[[], float]
+) -> float:
+    """Seconds (by ``clock``) for ``runs`` whole runs of ``typed`` through ``RunWriter``."""
+    frames: list[bytes] = []
+
+    async def sink(wire: Mapping[str, Any]) -> None:
+        frames.append(encode_bytes(wire))
+
+    start = clock()
+    for number in range(runs):
+        run_input = {"threadId": "t", "runId": f"r{number}", "messages": []}
+        run = RunWriter(run_input, sink=sink, telemetry=telemetry)
+        await run.start()
+        for item in typed:
+            await run.emit(item)
+        await run.finish()
+    elapsed = clock() - start
+    assert len(frames) == runs * (len(typed) + 2)
+    return elapsed
+
+
+def workloads(events: int) -> list[Workload]:
+    """The runs measured: one long run of the realistic mix, one long message, and short
+    runs of one realistic turn each (about 80 events) adding up to as many events."""
+    turn = [parse_event(d) for d in realistic_run(2)]
+    return [
+        Workload(
+            "one long realistic run (a reasoning span and a tool span every ~80 events)",
+            [parse_event(d) for d in realistic_run(events)],
+        ),
+        Workload(
+            "one long message (the per-event path alone)",
+            [parse_event(d) for d in text_run(events)],
+        ),
+        Workload(
+            f"short runs of {len(turn) + 2} events, one realistic turn each (whole runs)",
+            turn,
+            runs=max(1, events // (len(turn) + 2)),
+        ),
+    ]
+
+
 class BareSpans:
     """
-    The floor: the realistic run's required spans straight on the SDK, nothing else (no
-    counts, no metrics, no tree bookkeeping), through the same seam the writer calls.
+    The floor: the realistic run's required spans straight on the SDK (its run span with
+    its outcome, each reasoning block and tool call, the state snapshot's span event),
+    nothing else (no counts, no metrics, no tree bookkeeping, no trace in
+    ``RUN_STARTED``), through the same seam the writer calls.
     """
 
     def __init__(self, tracer_provider: TracerProvider) -> None:
@@ -114,8 +218,11 @@ class _BareRun:
             self.open.pop(("r", event.message_id)).end()
         elif kind == "TOOL_CALL_RESULT":
             self.open.pop(("t", event.tool_call_id)).end()
+        elif kind == "STATE_SNAPSHOT":
+            self.span.add_event("agui.state_snapshot", {"agui.event.index": 0})
 
     def end(self) -> None:
+        self.span.set_attribute("agui.run.outcome", "success")
         self.span.end()
 
     def warning(self, code: str, index: int | None) -> None: ...
@@ -134,62 +241,176 @@ class _BareRun:
     def mark(self, name: str) -> None: ...
 
 
-def measure(label: str, typed: list[Any], variants: dict[str, Any], repeats: int) -> None:
-    """Print each variant's µs/event (min and median over ``repeats``) and its overhead."""
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    names = list(variants)
+class Setup:
+    """The variants, and what must be emptied between two measured runs."""
+
+    def __init__(self) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.simple = TracerProvider()
+        self.simple.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.batched = TracerProvider()
+        self.batched.add_span_processor(BatchSpanProcessor(self.exporter))
+        self.reader = InMemoryMetricReader()
+        meter_provider = MeterProvider(metric_readers=[self.reader])
+        self.variants: dict[str, Any] = {
+            BASE: None,
+            CONTROL: None,
+            "Telemetry(), no SDK": Telemetry(),
+            "floor: bare SDK spans, simple": BareSpans(self.simple),
+            "SDK to memory, simple": Telemetry(
+                tracer_provider=self.simple, meter_provider=meter_provider
+            ),
+            "SDK to memory, batch": Telemetry(
+                tracer_provider=self.batched, meter_provider=meter_provider
+            ),
+        }
+
+    def settle(self) -> None:
+        """Drop what the last run left (its exported spans, its metric points), then collect."""
+        self.batched.force_flush()
+        self.exporter.clear()
+        self.reader.get_metrics_data()
+        gc.collect()
+
+    def close(self) -> None:
+        self.batched.shutdown()
+        self.simple.shutdown()
+
+
+def run_once(setup: Setup, load: Workload, name: str, clock: Callable[[], float]) -> float:
+    setup.settle()
+    return load.run(setup.variants[name], clock)
+
+
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, median, q3
+
+
+def timed(setup: Setup, load: Workload, repeats: int) -> None:
+    """Print each variant's µs/event and its paired overhead (median, quartiles)."""
+    names = list(setup.variants)
+    seconds: dict[str, list[float]] = {name: [] for name in names}
     for repeat in range(repeats):
         turn = repeat % len(names)
         for name in names[turn:] + names[:turn]:
-            times[name].append(asyncio.run(emit_all(typed, telemetry=variants[name], clock=CPU)))
-    n = len(typed)
-    per = {name: [s / n * 1e6 for s in seconds] for name, seconds in times.items()}
-    base = min(per["no telemetry"])
-    print(f"RunWriter.emit with telemetry, {label}: {n} typed events -> SSE (CPU time)")
-    for name, values in per.items():
-        best = min(values)
+            seconds[name].append(run_once(setup, load, name, CPU))
+    n = load.events
+    print(f"RunWriter, {load.label}: {n} events -> SSE, process time, {repeats} repeats")
+    print(f"  {'variant':<32} {'µs/event':>9} {'overhead':>9}  {'quartiles':<17} {'min..max':<17}")
+    for name in names:
+        ratios = [100 * (v / b - 1) for v, b in zip(seconds[name], seconds[BASE], strict=True)]
+        q1, median, q3 = quartiles(ratios)
+        per = statistics.median(seconds[name]) / n * 1e6
         print(
-            f"  {name:<36} {best:6.2f} µs/event min  {statistics.median(values):6.2f} median"
-            f"  {100 * (best / base - 1):+6.1f}% vs no telemetry"
+            f"  {name:<32} {per:9.2f} {median:+8.1f}%  {q1:+6.1f}%..{q3:+6.1f}%"
+            f"  {min(ratios):+6.1f}%..{max(ratios):+6.1f}%"
         )
+
+
+class Triggers:
+    """
+    The clock ``emit_all`` reads before and after the measured loop, made into callgrind's
+    markers: ``getppid`` zeroes its counters (``--zero-before``), ``getuid`` writes them
+    out (``--dump-before``), so each dump holds exactly one measured loop.
+    """
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self) -> float:
+        self.calls += 1
+        (os.getppid if self.calls % 2 else os.getuid)()
+        return 0.0
+
+
+def count_inside(events: int, counts: int) -> None:
+    """Under callgrind: each counted variant of each workload, warmed up, then ``counts``
+    measured loops (each one dump)."""
+    setup = Setup()
+    for load in workloads(events):
+        for name in COUNTED:
+            run_once(setup, load, name, time.perf_counter)  # warm up
+            for _ in range(counts):
+                run_once(setup, load, name, Triggers())
+    setup.close()
+
+
+def instructions(events: int, counts: int) -> None:
+    """Run :func:`count_inside` under callgrind and print instructions per event."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        print("instructions: valgrind is not on PATH; not counted")
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "callgrind.out"
+        subprocess.run(
+            [
+                valgrind,
+                "--tool=callgrind",
+                f"--callgrind-out-file={out}",
+                "--zero-before=getppid",
+                "--dump-before=getuid",
+                sys.executable,
+                __file__,
+                "--count-inside",
+                f"--events={events}",
+                f"--counts={counts}",
+            ],
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+            stderr=subprocess.DEVNULL,
+        )
+        dumps = sorted(Path(folder).glob("callgrind.out.*"), key=lambda p: int(p.suffix[1:]))
+        totals = [
+            int(re.search(r"^summary: (\d+)$", p.read_text(), re.M).group(1))  # type: ignore[union-attr]
+            for p in dumps
+        ]
+    loads = workloads(events)
+    expected = len(loads) * len(COUNTED) * counts
+    if len(totals) != expected:
+        raise SystemExit(f"instructions: {len(totals)} callgrind dumps, {expected} expected")
+    at = iter(totals)
+    for load in loads:
+        n = load.events
+        print(f"RunWriter, {load.label}: {n} events, instructions (callgrind), {counts} counts")
+        per = {name: [next(at) / n for _ in range(counts)] for name in COUNTED}
+        # The fewest of the counts: the process's first count does some one-off work
+        base = min(per[BASE])
+        for name, values in per.items():
+            spread = 100 * (max(values) - min(values)) / base
+            print(
+                f"  {name:<32} {min(values):9.0f} instructions/event"
+                f" {100 * (min(values) / base - 1):+7.2f}%"
+                f"  (spread over counts {spread:.2f}%)"
+            )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--events", type=int, default=10_000)
-    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--events", type=int, default=4000)
+    parser.add_argument("--repeats", type=int, default=31)
+    parser.add_argument(
+        "--instructions", action="store_true", help="also count instructions under callgrind"
+    )
+    parser.add_argument("--instruction-events", type=int, default=1040)
+    parser.add_argument("--counts", type=int, default=2, help="counted loops per variant")
+    parser.add_argument("--count-inside", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.count_inside:
+        count_inside(options.events, options.counts)
+        return
 
-    exporter = InMemorySpanExporter()
-    simple = TracerProvider()
-    simple.add_span_processor(SimpleSpanProcessor(exporter))
-    batched = TracerProvider()
-    batched.add_span_processor(BatchSpanProcessor(exporter))
-    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
-    variants: dict[str, Any] = {
-        "no telemetry": None,
-        "Telemetry(), no SDK": Telemetry(),
-        "floor: bare SDK spans, simple": BareSpans(simple),
-        "SDK to memory, simple processor": Telemetry(
-            tracer_provider=simple, meter_provider=meter_provider
-        ),
-        "SDK to memory, batch processor": Telemetry(
-            tracer_provider=batched, meter_provider=meter_provider
-        ),
-    }
-    asyncio.run(emit_all([parse_event(d) for d in realistic_run(2000)]))  # warm up
-    for label, docs in (
-        (
-            "the realistic run (a reasoning span and a tool span every ~86 events)",
-            realistic_run(options.events),
-        ),
-        ("one long message (the per-event path alone)", text_run(options.events)),
-    ):
-        measure(label, [parse_event(d) for d in docs], variants, options.repeats)
-        exporter.clear()
+    setup = Setup()
+    for load in workloads(2000):  # warm up every variant
+        for name in setup.variants:
+            run_once(setup, load, name, CPU)
+    for load in workloads(options.events):
+        timed(setup, load, options.repeats)
+    setup.close()
+    if options.instructions:
+        instructions(options.instruction_events, options.counts)
     print("  budget: no SDK <= +2%, SDK to memory <= +15%")
-    batched.shutdown()
-    simple.shutdown()
 
 
 if __name__ == "__main__":

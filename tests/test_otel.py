@@ -504,6 +504,102 @@ def test_metrics_count_runs_events_findings_and_time(sdk: Sdk) -> None:
     assert sdk.metric("agui.findings") == {}
 
 
+async def one_run(telemetry: Telemetry, run_id: str) -> None:
+    async with RunWriter(run_input(run_id), telemetry=telemetry) as run:
+        await run.say("hi", message_id=f"m-{run_id}")
+
+
+def test_the_counters_are_cumulative_sums_every_telemetry_of_a_provider_adds_to(
+    sdk: Sdk,
+) -> None:
+    """The runs, events and findings counters are exported as the monotonic cumulative
+    sums a counter gives, though each run adds its counts only when it ends; two
+    ``Telemetry`` objects on one meter provider add to the same sums (the SDK would drop a
+    second set of asynchronous counters under the same names), and a later collection
+    sees the earlier runs too."""
+    from opentelemetry.sdk.metrics.export import AggregationTemporality, Sum
+
+    first, second = sdk.telemetry(), sdk.telemetry()
+    asyncio.run(one_run(first, "run-1"))
+    asyncio.run(one_run(second, "run-2"))
+    success = (("agui.run.outcome", "success"), ("agui.side", "server"))
+    assert sdk.metric("agui.runs") == {success: 2}
+
+    asyncio.run(one_run(first, "run-3"))
+    assert sdk.metric("agui.runs") == {success: 3}
+    content = (("agui.event.type", "TEXT_MESSAGE_CONTENT"), ("agui.side", "server"))
+    assert sdk.metric("agui.events")[content] == 3
+    data = sdk.reader.get_metrics_data()
+    assert data is not None
+    (scope,) = data.resource_metrics[0].scope_metrics
+    assert scope.scope.name == "aguikit"
+    counters = {m.name: m for m in scope.metrics if m.name in ("agui.runs", "agui.events")}
+    assert {name: m.unit for name, m in counters.items()} == {
+        "agui.runs": "{run}",
+        "agui.events": "{event}",
+    }
+    for metric in counters.values():
+        assert isinstance(metric.data, Sum)
+        assert metric.data.is_monotonic
+        assert metric.data.aggregation_temporality == AggregationTemporality.CUMULATIVE
+
+
+def test_events_of_one_kind_in_a_row_are_counted_and_indexed_like_any(sdk: Sdk) -> None:
+    """A message's deltas in a row are counted without a dictionary update each, and still
+    add up: by type across two messages, and in the index a later span event carries."""
+
+    async def produce() -> list[Mapping[str, Any]]:
+        async with RunWriter(run_input("run-s"), telemetry=sdk.telemetry()) as run:
+            async with run.text_message(message_id="m-1") as message:
+                for n in range(5):
+                    await message.write(f"{n} ")
+            await run.set_state({"a": 1})
+            async with run.text_message(message_id="m-2") as message:
+                for n in range(3):
+                    await message.write(f"{n} ")
+        return run.events
+
+    events = asyncio.run(produce())
+
+    (span,) = from_sdk(sdk.exporter.get_finished_spans())
+    ((name, found),) = span.events
+    assert name == "agui.state_snapshot"
+    assert events[found["agui.event.index"]]["type"] == "STATE_SNAPSHOT"
+    counted = {
+        dict(key)["agui.event.type"]: count for key, count in sdk.metric("agui.events").items()
+    }
+    assert counted == {
+        "RUN_STARTED": 1,
+        "TEXT_MESSAGE_START": 2,
+        "TEXT_MESSAGE_CONTENT": 8,
+        "TEXT_MESSAGE_END": 2,
+        "STATE_SNAPSHOT": 1,
+        "RUN_FINISHED": 1,
+    }
+    assert sum(counted.values()) == len(events)
+
+
+def test_a_meter_provider_that_takes_no_weak_reference_still_counts(sdk: Sdk) -> None:
+    """The counters are kept per meter provider, weakly where it allows it; one that does
+    not (a ``__slots__`` class) has its counters kept for good instead."""
+
+    class Provider:
+        __slots__ = ("inner",)
+
+        def __init__(self, inner: MeterProvider) -> None:
+            self.inner = inner
+
+        def get_meter(self, *args: Any, **kwargs: Any) -> Any:
+            return self.inner.get_meter(*args, **kwargs)
+
+    provider: Any = Provider(sdk.meter_provider)
+    for run_id in ("run-1", "run-2"):
+        asyncio.run(one_run(Telemetry(meter_provider=provider), run_id))
+    assert sdk.metric("agui.runs") == {
+        (("agui.run.outcome", "success"), ("agui.side", "server")): 2
+    }
+
+
 def test_repairs_and_findings_are_span_events_and_counts(sdk: Sdk) -> None:
     """A repair (``AGUI-W021``) and an audited violation, each with its rule id, severity
     and event index."""

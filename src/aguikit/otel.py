@@ -44,8 +44,9 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import context as otel_context
@@ -187,16 +188,8 @@ class Telemetry:
         self.max_pending_tools = max_pending_tools
         self._tracer = trace.get_tracer(SCOPE, _version(), tracer_provider)
         self._meter_provider = meter_provider
+        self._totals: _Totals | None = None
         meter = metrics.get_meter(SCOPE, _version(), meter_provider)
-        self.runs = meter.create_counter(
-            "agui.runs", unit="{run}", description="AG-UI runs ended, by outcome and side"
-        )
-        self.events = meter.create_counter(
-            "agui.events", unit="{event}", description="AG-UI events, by type and side"
-        )
-        self.findings = meter.create_counter(
-            "agui.findings", unit="{finding}", description="Protocol findings and repairs, by rule"
-        )
         self.duration = meter.create_histogram(
             "agui.run.duration", unit="s", description="From the run's start to its end"
         )
@@ -218,8 +211,19 @@ class Telemetry:
     @property
     def metrics_enabled(self) -> bool:
         """Whether a metrics SDK is there to record (else no run keeps counts)."""
-        provider = self._meter_provider or metrics.get_meter_provider()
-        return not _api_only(provider)
+        return self._counters() is not None
+
+    def _counters(self) -> _Totals | None:
+        """The counts behind ``agui.runs``, ``agui.events`` and ``agui.findings`` of the
+        meter provider, once one is configured (the global one may be set after this
+        ``Telemetry`` was built, and cannot change once set)."""
+        totals = self._totals
+        if totals is None:
+            provider = self._meter_provider or metrics.get_meter_provider()
+            if _api_only(provider):
+                return None
+            totals = self._totals = _totals_of(provider)
+        return totals
 
     def observe(
         self, run_input: Any, *, side: str, headers: Mapping[str, str] | None = None
@@ -332,6 +336,111 @@ def _version() -> str:
         return "0"
 
 
+class _Totals:
+    """
+    The cumulative counts behind ``agui.runs``, ``agui.events`` and ``agui.findings`` for
+    one meter provider, which its SDK reads when it collects (asynchronous counters).
+
+    A run adds its counts here once, when it ends: a dictionary update under a lock.  A
+    synchronous counter would instead cost the SDK an attribute clean-up, a sort, a hash
+    and a lock per event type of every run (as much as a short span each: a run's dozen
+    event types cost more than its spans on a run of a hundred events).  What is exported
+    is the same monotonic cumulative sum, by the same attributes.
+
+    One per meter provider, shared by every :class:`Telemetry` that records into it: the
+    SDK keeps the callbacks of the first asynchronous instrument registered under a name
+    and silently drops a second's, so one set of counters per provider is the only way
+    two ``Telemetry`` objects' counts both reach it.
+    """
+
+    __slots__ = ("_lock", "events", "findings", "runs")
+
+    def __init__(self, meter: metrics.Meter) -> None:
+        self._lock = threading.Lock()
+        self.runs: dict[tuple[str, ...], int] = {}
+        self.events: dict[tuple[str, ...], int] = {}
+        self.findings: dict[tuple[str, ...], int] = {}
+        for name, totals, keys, unit, description in (
+            (
+                "agui.runs",
+                self.runs,
+                ("agui.run.outcome", "agui.side"),
+                "{run}",
+                "AG-UI runs ended, by outcome and side",
+            ),
+            (
+                "agui.events",
+                self.events,
+                ("agui.event.type", "agui.side"),
+                "{event}",
+                "AG-UI events, by type and side",
+            ),
+            (
+                "agui.findings",
+                self.findings,
+                ("agui.rule.id", "agui.rule.severity", "agui.side"),
+                "{finding}",
+                "Protocol findings and repairs, by rule",
+            ),
+        ):
+            meter.create_observable_counter(
+                name, [self._reader(totals, keys)], unit=unit, description=description
+            )
+
+    def _reader(
+        self, totals: dict[tuple[str, ...], int], keys: tuple[str, ...]
+    ) -> Callable[[metrics.CallbackOptions], list[metrics.Observation]]:
+        def read(options: metrics.CallbackOptions) -> list[metrics.Observation]:
+            with self._lock:
+                found = list(totals.items())
+            return [
+                metrics.Observation(count, dict(zip(keys, key, strict=True)))
+                for key, count in found
+            ]
+
+        return read
+
+    def run_ended(self, outcome: str, side: str, counts: Mapping[str, int]) -> None:
+        """One run ended with ``outcome``, having seen ``counts`` events by type."""
+        with self._lock:
+            runs, events = self.runs, self.events
+            key: tuple[str, ...] = (outcome, side)
+            runs[key] = runs.get(key, 0) + 1
+            for kind, count in counts.items():
+                key = (kind, side)
+                events[key] = events.get(key, 0) + count
+
+    def found(self, rule_id: str, severity: str, side: str) -> None:
+        """One finding (or repair) of rule ``rule_id``."""
+        key = (rule_id, severity, side)
+        with self._lock:
+            self.findings[key] = self.findings.get(key, 0) + 1
+
+
+_TOTALS: Final[weakref.WeakKeyDictionary[Any, _Totals]] = weakref.WeakKeyDictionary()
+_STRONG_TOTALS: Final[dict[int, tuple[Any, _Totals]]] = {}
+"""For a meter provider that takes no weak reference: kept with its provider, for good."""
+_TOTALS_LOCK: Final = threading.Lock()
+
+
+def _totals_of(provider: Any) -> _Totals:
+    """The counters of ``provider``, registered with it on first use (see :class:`_Totals`)."""
+    with _TOTALS_LOCK:
+        try:
+            found = _TOTALS.get(provider)
+        except TypeError:  # no weak reference to it
+            kept = _STRONG_TOTALS.get(id(provider))
+            if kept is None:
+                kept = _STRONG_TOTALS[id(provider)] = (
+                    provider,
+                    _Totals(metrics.get_meter(SCOPE, _version(), provider)),
+                )
+            return kept[1]
+        if found is None:
+            found = _TOTALS[provider] = _Totals(metrics.get_meter(SCOPE, _version(), provider))
+        return found
+
+
 def _input_fields(run_input: Any) -> tuple[str, str, str | None]:
     """The thread id, run id and parent run id of a run input (typed or its wire dict)."""
     if isinstance(run_input, Mapping):
@@ -382,6 +491,8 @@ class ObservedRun:
         "_open",
         "_owners",
         "_reasoning",
+        "_repeats",
+        "_same",
         "_started",
         "_steps",
         "_texts",
@@ -411,6 +522,10 @@ class ObservedRun:
             (_HANDLERS if telemetry.capture_content else _SHAPING) if self.recording else _ENDING
         )
         self._counts: dict[str, int] = {}
+        self._same = ""
+        """The kind of the last event when no handler takes it: the next event of that kind
+        is only counted, in ``_repeats``, not yet in ``_counts``."""
+        self._repeats = 0
         self._owners: dict[str | None, Span] = {None: span}
         self._steps: dict[tuple[str | None, str], Span] = {}
         self._open: dict[str | None, list[Span]] = {}
@@ -423,7 +538,13 @@ class ObservedRun:
     def event(self, event: Any) -> None:
         """One typed event, after chunk expansion, in the order it was sent or delivered."""
         kind = event.type
-        counts = self._counts
+        if kind == self._same:
+            # Most events are the deltas of a message, a reasoning block or a tool call's
+            # arguments, each kind in a row, and no handler takes them: one comparison
+            # and one increment each, the dictionary updated when the kind changes.
+            self._repeats += 1
+            return
+        counts = self._tally()
         if kind in counts:
             counts[kind] += 1
         else:  # the first event after RUN_STARTED is necessarily a kind not seen yet
@@ -431,20 +552,32 @@ class ObservedRun:
             if self._first is None and kind != "RUN_STARTED":
                 self._first = time.perf_counter()
         handler = self._handlers.get(kind)
-        if handler is not None and not self.ended:
+        if handler is None:
+            self._same = kind
+            return
+        self._same = ""
+        if not self.ended:
             try:
                 handler(self, event)
             except Exception:  # telemetry must never fail the run it observes
                 LOGGER.exception("aguikit.otel could not record %s; the run goes on", kind)
+
+    def _tally(self) -> dict[str, int]:
+        """The run's counts by event type, with the repeats of the last kind added."""
+        counts = self._counts
+        if self._repeats:
+            counts[self._same] += self._repeats
+            self._repeats = 0
+        return counts
 
     def warning(self, code: str, index: int | None) -> None:
         """A finding (or a repair, ``producer-repaired``): a span event and a count."""
         rule = RULES_BY_SYMBOL.get(code)
         rule_id = rule.id if rule is not None else code
         severity = str(rule.severity) if rule is not None else "warning"
-        self.telemetry.findings.add(
-            1, {"agui.rule.id": rule_id, "agui.rule.severity": severity, "agui.side": self.side}
-        )
+        totals = self.telemetry._counters()
+        if totals is not None:
+            totals.found(rule_id, severity, self.side)
         if self.recording and not self.ended:
             attributes: dict[str, Any] = {
                 "agui.rule.id": rule_id,
@@ -497,7 +630,7 @@ class ObservedRun:
         """A timestamped span event ``name`` on the run span (a proxy's upstream response,
         first byte...): the exchange's timing, beside the events'."""
         if self.recording and not self.ended:
-            self.span.add_event(name, {"agui.event.index": sum(self._counts.values())})
+            self.span.add_event(name, {"agui.event.index": sum(self._tally().values())})
 
     def headers(self) -> dict[str, str]:
         """``traceparent`` (and ``tracestate``, baggage) for the run's request."""
@@ -525,7 +658,7 @@ class ObservedRun:
         )
 
     def _note(self, name: str, owner: str | None, attributes: dict[str, Any]) -> None:
-        attributes["agui.event.index"] = sum(self._counts.values()) - 1
+        attributes["agui.event.index"] = sum(self._tally().values()) - 1
         self._owners.get(owner, self.span).add_event(name, attributes)
 
     def _finish(self, outcome: str, usage: Sequence[Any] | None = None) -> None:
@@ -545,15 +678,16 @@ class ObservedRun:
                     sub.end()
             span.set_attribute("agui.run.outcome", outcome)
             span.end()
+        totals = telemetry._counters()
+        if totals is None:
+            return
         side = self.side
-        telemetry.runs.add(1, {"agui.run.outcome": outcome, "agui.side": side})
+        totals.run_ended(outcome, side, self._tally())
         telemetry.duration.record(
             now - self._started, {"agui.run.outcome": outcome, "agui.side": side}
         )
         if self._first is not None:
             telemetry.first_event.record(self._first - self._started, {"agui.side": side})
-        for kind, count in self._counts.items():
-            telemetry.events.add(count, {"agui.event.type": kind, "agui.side": side})
         if usage:
             self._record_usage(usage)
 
