@@ -787,7 +787,10 @@ class ProxyApp:
         while waiting:
             watch = next(iter(waiting))
             del waiting[watch]
-            watch.judge()
+            try:
+                watch.judge()
+            except Exception as exc:  # judging never breaks forwarding, nor the next batch
+                watch._stop(exc)
             if deadline is not None and waiting and time.perf_counter() > deadline:
                 self._timer = asyncio.get_running_loop().call_soon(self._judge_waiting)
                 return
