@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.server
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -120,30 +120,33 @@ def test_doctor_names_an_idle_timeout_and_the_missing_keepalive() -> None:
 
 @contextlib.contextmanager
 def _http10() -> Iterator[str]:
-    """A server that answers over HTTP/1.0 (as a proxy left at proxy_http_version 1.0 to
-    a client speaking 1.0 would): the body ends when the connection closes."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
+    """The standard library's ``http.server``, which answers over HTTP/1.0 unless a handler
+    says otherwise (``BaseHTTPRequestHandler.protocol_version``), as many quick Python
+    endpoints and HTTP/1.0-only proxies do: the body ends when the connection closes."""
     body = (
         b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
         b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
     )
 
-    def answer() -> None:
-        with contextlib.suppress(OSError):
-            connection, _ = listener.accept()
-            with connection:
-                connection.recv(65536)
-                connection.sendall(
-                    b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + body
-                )
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(body)
 
-    thread = threading.Thread(target=answer, daemon=True)
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{port}/"
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
     finally:
-        listener.close()
+        server.shutdown()
+        server.server_close()
         thread.join(timeout=5)
 
 
@@ -157,6 +160,34 @@ def test_doctor_names_http_1_0_and_a_wrong_content_type() -> None:
     assert ["AGUI-N004"] == _rules(old), old.render()
     assert "proxy_http_version 1.1;" in old.render()
     assert ["AGUI-T003"] == _rules(html)
+
+
+def test_nginx_at_proxy_http_version_1_0_answers_its_client_over_http_1_1() -> None:
+    """
+    nginx writes ``HTTP/1.1`` on every answer to its client, even when it speaks 1.0 to
+    the agent (``proxy_http_version 1.0``, the directive's default) and even to a client
+    speaking 1.0: the downgrade stays on the hop behind it, the stream still flows (the
+    agent's ``X-Accel-Buffering: no`` and ``proxy_buffering off`` hold without chunked
+    encoding), and doctor rightly says clean.  What ``AGUI-N004`` names is a server that
+    answers over 1.0 itself (the test above).
+    """
+    versions: list[str] = []
+    agent_app = _agent()
+
+    async def recorded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            versions.append(scope["http_version"])
+        await agent_app(scope, receive, send)
+
+    location = RECOMMENDED.replace("proxy_http_version 1.1;", "proxy_http_version 1.0;")
+    assert location != RECOMMENDED
+    with serve_asgi(recorded) as agent, nginx(agent, location) as url:
+        diagnosis = diagnose(url + "/")
+
+    assert versions == ["1.0"]  # the hop behind nginx was downgraded
+    assert diagnosis.http_version == "HTTP/1.1"
+    assert [] == _rules(diagnosis), diagnosis.render()
+    assert diagnosis.events == 14
 
 
 def test_an_unreachable_url_exits_2_with_the_reason() -> None:

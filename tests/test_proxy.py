@@ -430,3 +430,53 @@ def test_the_live_check_starts_from_what_the_request_sent() -> None:
             printed = _when(out, "[exchange 1] AGUI-R010")  # the thread rules ran too
 
     assert "AGUI-K001" not in printed and "AGUI-P001" not in printed, printed
+
+
+def test_the_reads_are_judged_in_batches_that_leave_the_loop_to_the_forwarding() -> None:
+    """
+    Reads are judged after ``JUDGE_DELAY``, every answer's together; a batch holds the event
+    loop for about ``JUDGE_SLICE`` and goes on at the loop's next turn, so no forwarding
+    waits behind all of it; each answer's reads, joined into one feed, find what judging
+    them one at a time finds (the same findings, at the same events).
+    """
+    import asyncio
+
+    from aguikit.proxy import Flow, _Watch
+
+    # a content for a message never started, then a second RUN_STARTED mid-run
+    broken = HELLO[:1] + [HELLO[2]] + HELLO[1:2] + [HELLO[2]] * 100 + HELLO[:1] + HELLO[3:]
+    reads = _sse(broken)
+
+    async def run(batched: bool) -> tuple[ProxyApp, io.StringIO, list[int]]:
+        out = io.StringIO()
+        app = ProxyApp("http://127.0.0.1:9/", out=out)
+        watches = []
+        for n in range(20):
+            body = json.dumps(RUN).encode()
+            flow = Flow(n + 1, "POST", "http://127.0.0.1:9/", [], body, 0.0, "")
+            app._request(flow)
+            flow.status = 200
+            watches.append(_Watch(app, flow, "text/event-stream", None))
+        for read in reads:
+            for watch in watches:
+                watch.chunk(read, 0.0, 0.0)
+                if not batched:
+                    app._settle(watch)
+        assert app.summary.events == (0 if batched else 20 * len(broken))
+        while batched and not app.summary.events:  # the first batch waits JUDGE_DELAY
+            await asyncio.sleep(0.005)
+        slices = []
+        while app._waiting:  # then a slice a turn of the loop
+            slices.append(app.summary.events)
+            await asyncio.sleep(0)
+        for watch in watches:
+            watch.end(None)
+        return app, out, slices
+
+    batched, printed, slices = asyncio.run(run(True))
+    alone, printed_alone, _ = asyncio.run(run(False))
+    assert batched.summary.events == alone.summary.events == 20 * len(broken)
+    assert len(slices) > 1, slices  # the batch gave the loop back before it was done
+    assert batched.summary.findings == alone.summary.findings
+    assert {"AGUI-V012", "AGUI-V002"} <= set(batched.summary.findings), printed.getvalue()
+    assert sorted(printed.getvalue().splitlines()) == sorted(printed_alone.getvalue().splitlines())

@@ -104,6 +104,23 @@ so memory stays bounded on a proxy that runs for days."""
 WRITE_INTERVAL: Final = 0.25
 """Seconds: a streaming entry is rewritten in its recording at most this often."""
 
+JUDGE_DELAY: Final = 0.02
+"""Seconds the reads forwarded are left before they are judged, all answers' together.
+
+Judging a read the moment it is forwarded costs about three times what judging the same
+events in a batch costs: between two reads of a stream the worker runs the HTTP stacks
+and the machine runs other processes, so each event's judging starts cold.  Judged every
+20 ms, the reads of all the answers that arrived meanwhile go through the decoders and the
+checker one after another (a stream's reads in one feed when nothing records them), and
+no forwarding waits behind a judging between two of its reads.  A finding is printed at
+most this much later than it could have been; an answer's last reads are judged as soon
+as it ends, before the thread rules read what its check folded."""
+
+JUDGE_SLICE: Final = 0.001
+"""Seconds a batch of judging may hold the event loop before it lets the forwarding that
+became ready meanwhile run, and goes on at once after it: a batch never delays a read by
+more than this (and one answer's reads)."""
+
 _MEDIA_KINDS: Final = {
     SSE_MEDIA_TYPE: "sse",
     JSONL_MEDIA_TYPE: "jsonl",
@@ -480,6 +497,8 @@ class ProxyApp:
         self._client: httpx.AsyncClient | None = None
         self._threads: dict[str | None, Judged] = {}  # each thread's last exchange, judged
         self._judging: set[asyncio.Future[list[Finding]]] = set()  # thread rules running
+        self._waiting: dict[_Watch, None] = {}  # answers with reads not judged yet, in order
+        self._timer: asyncio.Handle | None = None
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -497,6 +516,7 @@ class ProxyApp:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        self._judge_waiting(None)
         if self._judging:  # the thread rules of the last exchanges belong in the summary
             await asyncio.wait(set(self._judging), timeout=10)
             await asyncio.sleep(0)  # let their exchanges print what they found
@@ -727,22 +747,58 @@ class ProxyApp:
         started = exchange.started
         first = observer is not None
         try:
-            async for chunk in aread(response):
-                upstream = time.perf_counter()
-                if first and observer is not None:
-                    observer.mark("agui.upstream.first_byte")
-                    first = False
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                watch.chunk(
-                    chunk, (upstream - started) * 1000, (time.perf_counter() - started) * 1000
-                )
-        except TransportError as cut:
-            watch.end(cut)
-            exchange.error = str(cut)
-            return
-        await send({"type": "http.response.body", "body": b""})
-        exchange.complete = True
-        watch.end(None)
+            try:
+                async for chunk in aread(response):
+                    upstream = time.perf_counter()
+                    if first and observer is not None:
+                        observer.mark("agui.upstream.first_byte")
+                        first = False
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    watch.chunk(
+                        chunk, (upstream - started) * 1000, (time.perf_counter() - started) * 1000
+                    )
+            except TransportError as cut:
+                watch.end(cut)
+                exchange.error = str(cut)
+                return
+            self._settle(watch)  # the events are judged before the UI hears the answer end
+            await send({"type": "http.response.body", "body": b""})
+            exchange.complete = True
+            watch.end(None)
+        finally:
+            # the UI left mid-answer: what was forwarded is judged before the thread rules
+            # read the fold, and before the telemetry's span ends
+            self._settle(watch)
+
+    def _later(self, watch: _Watch) -> None:
+        """``watch`` has reads to judge: in the next batch (:data:`JUDGE_DELAY`)."""
+        self._waiting[watch] = None
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(JUDGE_DELAY, self._judge_waiting)
+
+    def _judge_waiting(self, budget: float | None = JUDGE_SLICE) -> None:
+        """Judge the answers' waiting reads, answer by answer in the order they came, for
+        at most ``budget`` seconds before the forwarding has its turn (``None``: all)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        deadline = time.perf_counter() + budget if budget is not None else None
+        waiting = self._waiting
+        while waiting:
+            watch = next(iter(waiting))
+            del waiting[watch]
+            try:
+                watch.judge()
+            except Exception as exc:  # judging never breaks forwarding, nor the next batch
+                watch._stop(exc)
+            if deadline is not None and waiting and time.perf_counter() > deadline:
+                self._timer = asyncio.get_running_loop().call_soon(self._judge_waiting)
+                return
+
+    def _settle(self, watch: _Watch) -> None:
+        """Judge ``watch``'s waiting reads now (its answer ended or was abandoned)."""
+        if self._waiting.pop(watch, 0) is None:
+            watch.judge()
 
     def _record(self, exchange: Flow, *, force: bool = False) -> None:
         if self.recorder is None:
@@ -820,6 +876,7 @@ class _Watch:
         if not proxy.validate and proxy.recorder is None and observer is None:
             kind = None  # nothing reads the events: forwarding alone
         self.events = _Events(kind, exchange.url, proxy.config) if kind is not None else None
+        self.waiting: list[tuple[bytes, float, float]] = []  # reads forwarded, not judged yet
         self.check: StreamCheck | None = None
         if self.events is not None and proxy.validate:
             # The live check folds into the session the thread rules read when the answer
@@ -830,10 +887,10 @@ class _Watch:
 
     def chunk(self, raw: bytes, upstream_ms: float, downstream_ms: float) -> None:
         """
-        One read, already written downstream: recorded, decoded and judged.  The body and
-        the per-event times are kept only for the recording (the thread rules read the
-        live check's fold, never the body), and a read's events are judged together, their
-        findings printed together.
+        One read, already written downstream: recorded now, decoded and judged in the
+        proxy's next batch (:data:`JUDGE_DELAY`).  The body and the per-event times are
+        kept only for the recording (the thread rules read the live check's fold, never
+        the body).
         """
         exchange = self.exchange
         data = raw
@@ -847,6 +904,23 @@ class _Watch:
         if recording:
             exchange.body += data
         if self.events is not None:
+            self.waiting.append((data, upstream_ms, downstream_ms))
+            self.proxy._later(self)
+        if recording:
+            self.proxy._record(exchange)
+
+    def judge(self) -> None:
+        """
+        Decode and judge the reads waiting, in order; a read's events are judged together,
+        their findings printed together.  Reads nothing records the times of are one feed
+        (the decoders find the same events, at the same places, in fewer calls).
+        """
+        waiting, self.waiting = self.waiting, []
+        if len(waiting) > 1 and self.proxy.recorder is None:
+            waiting = [(b"".join(data for data, _, _ in waiting), *waiting[-1][1:])]
+        for data, upstream_ms, downstream_ms in waiting:
+            if self.events is None:
+                return
             try:
                 found = self.events.feed(data)
             except DecodeError as exc:
@@ -856,8 +930,6 @@ class _Watch:
             else:
                 if found:
                     self._take(found, upstream_ms, downstream_ms)
-        if recording:
-            self.proxy._record(exchange)
 
     def _take(
         self,
@@ -865,21 +937,30 @@ class _Watch:
         upstream_ms: float,
         downstream_ms: float,
     ) -> None:
-        """Count, time (for the recording) and judge the events one read completed."""
+        """Count, time (for the recording) and judge the events one read completed; the
+        telemetry hears each event, then what judging it found, so a finding lands on the
+        span before the run's end closes it."""
         self.proxy.summary.events += len(found)
         if self.proxy.recorder is not None:
             self.exchange.events += [(end, upstream_ms, downstream_ms) for _, _, end in found]
-        if self.observer is not None:
-            for wire, _, _ in found:
-                self._tell(wire)
-        check = self.check
-        if not self.judging or check is None:
+        observer = self.observer
+        check = self.check if self.judging else None
+        if check is None and observer is None:
             return
         findings: list[Finding] = []
         failed: Exception | None = None
         try:
             for wire, where, _ in found:
-                findings += check.feed(wire, where)
+                if observer is not None:
+                    self._tell(wire)
+                if check is not None:
+                    new = check.feed(wire, where)
+                    findings += new
+                    if observer is not None:
+                        for finding in new:
+                            rule = RULES_BY_ID.get(finding.rule)
+                            at = finding.event - 1 if finding.event is not None else None
+                            observer.warning(rule.symbol if rule is not None else finding.rule, at)
         except Exception as exc:  # judging never breaks forwarding
             failed = exc
         try:
@@ -889,11 +970,6 @@ class _Watch:
             failed = failed or exc
         if failed is not None:
             self._stop(failed)
-        if self.observer is not None:
-            for finding in findings:
-                rule = RULES_BY_ID.get(finding.rule)
-                at = finding.event - 1 if finding.event is not None else None
-                self.observer.warning(rule.symbol if rule is not None else finding.rule, at)
 
     def _tell(self, wire: dict[str, Any]) -> None:
         """The relayed event, typed and chunk-expanded, to the telemetry; one it cannot
@@ -925,6 +1001,7 @@ class _Watch:
 
     def end(self, cut: TransportError | None) -> None:
         """The answer ended (``cut``: the upstream connection broke first)."""
+        self.proxy._settle(self)
         if self.events is not None and cut is None:
             try:
                 found = self.events.feed(None)
