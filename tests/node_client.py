@@ -48,9 +48,15 @@ def require_node() -> str:
 
 def run_http_agent(url: str, script: dict[str, Any]) -> dict[str, Any]:
     """Run ``HttpAgent`` against ``url`` (see ``tests/node/run_http_agent.mjs``)."""
+    return run_node_script("run_http_agent.mjs", url, script)
+
+
+def run_node_script(name: str, url: str, script: dict[str, Any]) -> dict[str, Any]:
+    """Run ``tests/node/<name>`` with ``url`` and ``script`` (JSON); the JSON of its last
+    line of output."""
     node = require_node()
     done = subprocess.run(
-        [node, str(NODE_DIR / "run_http_agent.mjs"), url, json.dumps(script)],
+        [node, str(NODE_DIR / name), url, json.dumps(script)],
         cwd=NODE_DIR,
         capture_output=True,
         text=True,

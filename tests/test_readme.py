@@ -71,6 +71,8 @@ EXPECTED: dict[str, list[str]] = {
     ],
     # the client's spans of a run of the README's server, traced by the three lines
     "AguikitInstrumentor": ["['execute_tool get_time', 'invoke_agent', 'invoke_agent critic']"],
+    # the reloaded page holds the thread the first page left
+    "reloaded.connect()": ["['Hello', 'You said: Hello']"],
 }
 """What a snippet holding the key prints, beyond running without an error."""
 

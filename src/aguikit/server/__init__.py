@@ -9,10 +9,10 @@ bound to its connection as the standard binding has it, or, given an event log s
 :class:`MemoryEventLog`, resumable with ``Last-Event-ID`` and stopped by a cancel
 request), and :func:`capabilities_endpoint` publishes what the agent declares it can do;
 :class:`MemoryThreadStore` keeps what each thread's runs fold to, so a reloaded page is
-restated by snapshots (``docs/threads.md``); :class:`Access` and :class:`Denied` are what an endpoint's ``authorize`` hook is given
-and raises.  ``RunAgentInput`` is re-exported so a handler's
-module needs no other import.  The HTTP half needs Starlette (``aguikit[server]``) and is
-imported on first use, so the writer works without it.
+restated by snapshots (``docs/threads.md``); :class:`Access` and :class:`Denied` are
+what an endpoint's ``authorize`` hook is given and raises.  ``RunAgentInput`` is
+re-exported so a handler's module needs no other import.  The HTTP half needs Starlette
+(``aguikit[server]``) and is imported on first use, so the writer works without it.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from .writer import (
 )
 
 if TYPE_CHECKING:
-    from .http import Handler, agui_endpoint, capabilities_endpoint, create_app
+    from .http import Handler, agui_endpoint, capabilities_endpoint, connect_endpoint, create_app
 
 __all__ = [
     "HANDLER_FAILED",
@@ -67,10 +67,13 @@ __all__ = [
     "ToolCall",
     "agui_endpoint",
     "capabilities_endpoint",
+    "connect_endpoint",
     "create_app",
 ]
 
-_HTTP = frozenset({"Handler", "agui_endpoint", "capabilities_endpoint", "create_app"})
+_HTTP = frozenset(
+    {"Handler", "agui_endpoint", "capabilities_endpoint", "connect_endpoint", "create_app"}
+)
 
 
 def __getattr__(name: str) -> Any:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Access", "Authorize", "Denied", "consult"]
 
-Action: TypeAlias = Literal["start", "resume", "join", "cancel"]
+Action: TypeAlias = Literal["start", "resume", "join", "cancel", "connect"]
 
 
 @attrs.frozen
@@ -37,8 +37,9 @@ class Access:
 
     Attributes:
         action: ``"start"`` a new run, ``"resume"`` one after a dropped connection
-            (``Last-Event-ID``), ``"join"`` one in progress (``X-AGUI-Join``), or
-            ``"cancel"`` it (``X-AGUI-Cancel``).
+            (``Last-Event-ID``), ``"join"`` one in progress (``X-AGUI-Join``),
+            ``"cancel"`` it (``X-AGUI-Cancel``), or ``"connect"`` to a thread (its
+            restating run, ``docs/threads.md``; ``run_id`` is the request's).
         thread_id: The request's ``threadId``.
         run_id: The run the request names.
         input: The ``RunAgentInput`` wire dict on ``"start"``; ``None`` otherwise.

@@ -89,6 +89,16 @@ from ..validate import is_valid, iter_schema_errors, validate
 from ..wire import parse_run_agent_input, to_wire
 from .access import Access, Authorize, Denied, consult
 from .eventlog import EventLog, EventLogError, EventLogFull, MemoryEventLog, prelude
+from .threads import (
+    THREAD_DAMAGED,
+    THREAD_STORE_FAILED,
+    THREAD_TOO_LARGE,
+    THREAD_UNKNOWN,
+    ThreadError,
+    ThreadStore,
+    merged,
+    restate,
+)
 from .writer import ErrorReport, Mode, RunWriter
 
 __all__ = [
@@ -137,6 +147,7 @@ _CANCEL_WAIT: Final = 3.0
 LOGGER: Final = logging.getLogger("aguikit.server")
 _DONE: Final[Any] = object()
 """Ends the frame queue: the run is over, or the client left."""
+_TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 _POLL: Final = 1.0
 """Seconds between two looks at the readers of a run that lost its first connection."""
 SETTLE_TIMEOUT: Final = 2.0
@@ -446,6 +457,63 @@ def _unprocessable(issues: list[tuple[str, str, str]]) -> Response:
     )
 
 
+OPTIONS_KEY: Final = "aguikit"
+"""The member of ``forwardedProps`` carrying aguikit's per-request options
+(``{"aguikit": {"hydrate": true}}``): ``forwardedProps`` is the protocol's own channel for
+what a client passes to its producer, so no header has to be configured on any client."""
+
+_THREAD_STATUS: Final = {
+    THREAD_UNKNOWN: 404,
+    THREAD_TOO_LARGE: 413,
+    THREAD_DAMAGED: 409,
+    THREAD_STORE_FAILED: 503,
+}
+"""The answer to each thread store refusal (``docs/threads.md``)."""
+
+
+def _option(run_input: RunAgentInput, name: str) -> bool:
+    """Whether the request's ``forwardedProps.aguikit.<name>`` is ``true``."""
+    props = run_input.forwarded_props
+    options = props.get(OPTIONS_KEY) if isinstance(props, Mapping) else None
+    return isinstance(options, Mapping) and options.get(name) is True
+
+
+def _thread_problem(error: ThreadError) -> Response:
+    """The problem document of a thread store's refusal, carrying its rule id."""
+    status = _THREAD_STATUS.get(error.rule or "", 503)
+    headers = {"Retry-After": "5"} if status == 503 else None
+    return _problem(status, str(error), headers=headers, code=error.rule, threadId=error.thread_id)
+
+
+async def _hydration(
+    threads: ThreadStore | None, run_input: RunAgentInput, principal: str | None
+) -> tuple[list[dict[str, Any]], RunAgentInput] | Response:
+    """The restating run of the request's thread (ahead of the run it asks for) and the
+    input the handler then gets (the thread's conversation and state with the request's,
+    :func:`~aguikit.server.threads.merged`), or the problem document refusing it."""
+    if threads is None:
+        return _problem(
+            400, "this endpoint keeps no threads (threads=): it cannot replay one's history"
+        )
+    try:
+        thread = await threads.load(run_input.thread_id, principal)
+    except ThreadError as error:
+        return _thread_problem(error)
+    given = to_wire(run_input)
+    messages, state = merged(thread, given.get("messages"), given.get("state"))
+    given["messages"], given["state"] = messages, state
+    # The history restates what the run starts from: the thread with the request's
+    # messages, so the client's own new message is not dropped by the snapshot.
+    start = attrs.evolve(thread, messages=tuple(messages), state=state)
+    history = restate(start, f"{run_input.run_id}{HISTORY_SUFFIX}")
+    return history, parse_run_agent_input(given, check=False)
+
+
+HISTORY_SUFFIX: Final = ".history"
+"""The restating run replayed ahead of a requested run is ``<runId>.history``: a run id of
+its own (a stream may carry several runs, never one id twice)."""
+
+
 Serve = Callable[[RunAgentInput, RunWriter], Awaitable[None]]
 """A handler of either kind, as the response runs it: given the request and a writer
 that has not started, it runs the run to its end."""
@@ -572,6 +640,8 @@ class EventStreamResponse(Response):
         telemetry: Observe | None = None,
         trace_headers: Mapping[str, str] | None = None,
         send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
+        history: list[dict[str, Any]] | None = None,
+        threads: ThreadStore | None = None,
     ) -> None:
         # As StreamingResponse does: no body, so no Content-Length is declared.
         self.status_code = 200
@@ -612,6 +682,10 @@ class EventStreamResponse(Response):
         """With a log: follow the run after this id rather than start it."""
         self.join_prelude = join_prelude
         """With a log and ``resume_after``: start with a prelude rather than the log."""
+        self.history = history or []
+        """The thread's restating run, sent ahead of the run (no ids: it is not logged)."""
+        self.threads = threads
+        """Where the run's events are folded into its thread once it ended."""
         self.resume_grace = resume_grace if media_type == sse.MEDIA_TYPE else 0.0
         """With a log: seconds a run this answer started outlives its last reader.  Only
         an SSE answer can be resumed (JSONL and protobuf carry no ids), so another
@@ -661,6 +735,11 @@ class EventStreamResponse(Response):
         watcher = asyncio.create_task(watch())
         try:
             await self._send(send, {"type": "http.response.start", "status": 200})
+            for wire in self.history:
+                body = self.encode(wire)
+                await self._send(
+                    send, {"type": "http.response.body", "body": body, "more_body": True}
+                )
             await self._pump(queue, send)
         except OSError:  # the connection broke under a send
             self.disconnected = True
@@ -696,9 +775,43 @@ class EventStreamResponse(Response):
     async def run_handler(self, sink: Callable[[Mapping[str, Any]], Awaitable[None]]) -> None:
         """Run the handler on a :class:`RunWriter` writing to ``sink``, with the run's trace
         current (``telemetry``)."""
+        sink, events = self.recording(sink)
         run = self.writer(sink)
         with run.activate_trace():
             await self.handler(self.run_input, run)
+        await self.record(events)
+
+    def recording(
+        self, sink: Callable[[Mapping[str, Any]], Awaitable[None]]
+    ) -> tuple[Callable[[Mapping[str, Any]], Awaitable[None]], list[Mapping[str, Any]]]:
+        """``sink``, keeping each event in the list it returns too when the run is to be
+        recorded into its thread (``threads``); ``sink`` itself otherwise."""
+        events: list[Mapping[str, Any]] = []
+        if self.threads is None:
+            return sink, events
+
+        async def keep(wire: Mapping[str, Any]) -> None:
+            events.append(wire)
+            await sink(wire)
+
+        return keep, events
+
+    async def record(self, events: list[Mapping[str, Any]]) -> None:
+        """Fold the ended run's ``events`` into its thread.  A run cut short (no terminal
+        event: cancelled with its connection) is not recorded, so its thread stays as its
+        last ended run left it; a store that fails is logged, never the run's failure."""
+        threads = self.threads
+        if threads is None or not events or events[-1].get("type") not in _TERMINAL:
+            return
+        try:
+            await threads.record(
+                self.run_input.thread_id,
+                events,
+                owner=self.principal,
+                given=to_wire(self.run_input),
+            )
+        except ThreadError as error:
+            LOGGER.error("run %r: not recorded into its thread: %s", self.run_input.run_id, error)
 
     async def _follow(
         self, log: EventLog, queue: asyncio.Queue[Any], started: _LoggedRun | None
@@ -928,7 +1041,8 @@ class _LoggedRun:
                 self.progress.clear()
                 await self.progress.wait()
 
-        writer = response.writer(sink)
+        recording, events = response.recording(sink)
+        writer = response.writer(recording)
         try:
             with writer.activate_trace():
                 await response.handler(response.run_input, writer)
@@ -937,6 +1051,7 @@ class _LoggedRun:
             # Shielded: a cancelled run is still closed and marked ended, so its followers
             # (and resumers) get its end, never silence.
             await asyncio.shield(self._end(writer))
+        await response.record(events)
 
     async def _end(self, writer: RunWriter) -> None:
         """End the run in the log: a run stopped on purpose first gets the cancelled
@@ -1051,6 +1166,7 @@ def agui_endpoint(
     max_body_bytes: int = MAX_BODY_BYTES,
     telemetry: Observe | None = None,
     send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
+    threads: ThreadStore | None = None,
 ) -> Callable[[Request], Awaitable[Response]]:
     """
     Wrap ``handler`` as an HTTP endpoint that answers AG-UI run requests.
@@ -1121,6 +1237,14 @@ def agui_endpoint(
             before the client is treated as gone, as if it had disconnected: without a
             log its handler is cancelled, with one the run's resume grace starts
             (``None``: wait for ever, a client that never reads then holds its handler).
+        threads: A thread store (:class:`~aguikit.server.threads.MemoryThreadStore`, a
+            :class:`~aguikit.server.redis_threads.RedisThreadStore`): each run that ends
+            is folded into its thread (with the conversation and state its request
+            carried), owned by the principal ``authorize`` named; a request whose
+            ``forwardedProps`` hold ``{"aguikit": {"hydrate": true}}`` gets the thread's
+            restating run (``<runId>.history``) ahead of its own run, on the same stream
+            (``404``/``413``/``409``/``503`` with the store's rule id when it cannot be
+            had).  ``docs/threads.md``.
 
     Raises:
         TypeError: ``handler`` is neither a coroutine function nor an async generator
@@ -1130,7 +1254,7 @@ def agui_endpoint(
        ``expose_errors``, ``max_body_bytes``, ``send_timeout``; refusals are problem
        documents, a failing event log a ``503``.
     .. versionchanged:: 0.4.0  ``event_log`` defaults to ``None`` (a run bound to its
-       connection); the cancel request (``X-AGUI-Cancel``) for a logged run.
+       connection); the cancel request (``X-AGUI-Cancel``) for a logged run; ``threads``.
     """
     if send_timeout is not None and not send_timeout > 0:
         raise ValueError("send_timeout must be positive (or None)")
@@ -1185,6 +1309,12 @@ def agui_endpoint(
                     "to follow it send Last-Event-ID (0: from its first event)",
                     runId=run_input.run_id,
                 )
+        history: list[dict[str, Any]] | None = None
+        if resume_after is None and _option(run_input, "hydrate"):
+            hydration = await _hydration(threads, run_input, principal)
+            if isinstance(hydration, Response):
+                return hydration
+            history, run_input = hydration
         return EventStreamResponse(
             serve,
             run_input,
@@ -1203,10 +1333,72 @@ def agui_endpoint(
             telemetry=telemetry,
             trace_headers=request.headers,
             send_timeout=send_timeout,
+            history=history,
+            threads=threads,
         )
 
     endpoint.__name__ = getattr(handler, "__name__", "agui_endpoint")
     endpoint.__doc__ = getattr(handler, "__doc__", None)
+    return endpoint
+
+
+def connect_endpoint(
+    threads: ThreadStore,
+    *,
+    authorize: Authorize | None = None,
+    keepalive: float | None = 15.0,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
+) -> Callable[[Request], Awaitable[Response]]:
+    """
+    An endpoint answering a ``POST`` of a ``RunAgentInput`` with its thread's restating
+    run: what the official TypeScript client's ``connectAgent()`` asks an agent's
+    ``connect()`` for, so a reloaded page gets its conversation back.
+
+    The answer is one run under the request's ``runId``: ``RUN_STARTED``,
+    ``MESSAGES_SNAPSHOT``, ``STATE_SNAPSHOT``, ``RUN_FINISHED`` (with the pending
+    interrupts), framed as ``Accept`` asks and verified by a :class:`RunWriter` like any
+    run.  The ``authorize`` hook is asked with action ``"connect"``; only the principal
+    that owns the thread gets it, anyone else the ``404`` of a thread that does not exist
+    (``AGUI-E030``); ``413``/``409``/``503`` for a thread too large, damaged, or a store
+    that cannot answer.  :func:`create_app` mounts it at ``{path}/connect`` when given
+    ``threads``.  ``docs/threads.md`` has the TypeScript subclass.
+
+    .. versionadded:: 0.4.0
+    """
+
+    async def endpoint(request: Request) -> Response:
+        media_type = negotiate(request.headers.get("accept"))
+        read = await _read_input(request, max_body_bytes)
+        if isinstance(read, Response):
+            return read
+        data, run_input = read
+        access = Access("connect", run_input.thread_id, run_input.run_id, data)
+        principal = await _authorized(authorize, request, access)
+        if isinstance(principal, Response):
+            return principal
+        try:
+            thread = await threads.load(run_input.thread_id, principal)
+            events = restate(thread, run_input.run_id)
+        except ThreadError as error:
+            return _thread_problem(error)
+
+        async def replay(given: RunAgentInput) -> AsyncIterator[dict[str, Any]]:
+            for wire in events:
+                yield wire
+
+        return EventStreamResponse(
+            _serving(replay),
+            run_input,
+            media_type=media_type,
+            mode="strict",
+            keepalive=keepalive,
+            queue_size=len(events),
+            snapshot_every=0,
+            principal=principal,
+            send_timeout=send_timeout,
+        )
+
     return endpoint
 
 
@@ -1221,6 +1413,8 @@ def create_app(
     A one-route ASGI app serving ``handler`` with ``POST`` on ``path``; ``options`` are
     those of :func:`agui_endpoint`.  ``uvicorn module:app`` runs it.
 
+    With ``threads`` (an option of :func:`agui_endpoint`) it also answers
+    ``POST {path}/connect`` with a thread's restating run (:func:`connect_endpoint`).
     With ``capabilities`` it also answers ``GET {path}/capabilities`` with them (see
     :func:`capabilities_endpoint`), where :meth:`aguikit.Agent.capabilities` looks, and
     declares there whether the endpoint's runs can be resumed: ``transport.resumable`` is
@@ -1238,6 +1432,17 @@ def create_app(
     .. versionchanged:: 0.4.0  ``transport.resumable`` declared from ``event_log``.
     """
     routes = [Route(path, agui_endpoint(handler, **options), methods=["POST"])]
+    threads = options.get("threads")
+    if threads is not None:
+        connect = connect_endpoint(
+            threads,
+            **{
+                name: options[name]
+                for name in ("authorize", "keepalive", "max_body_bytes", "send_timeout")
+                if name in options
+            },
+        )
+        routes.append(Route(path.rstrip("/") + "/connect", connect, methods=["POST"]))
     if capabilities is not None:
         declared = _declare_resumable(capabilities, options.get("event_log") is not None)
         where = path.rstrip("/") + "/capabilities"

@@ -117,7 +117,12 @@ class RedisThreadStore:
             return replacement, True
 
     async def record(
-        self, thread_id: str, events: Iterable[Mapping[str, Any]], *, owner: str | None = None
+        self,
+        thread_id: str,
+        events: Iterable[Mapping[str, Any]],
+        *,
+        owner: str | None = None,
+        given: Mapping[str, Any] | None = None,
     ) -> Thread:
         wires = list(events)
         key = self.key(thread_id)
@@ -136,7 +141,9 @@ class RedisThreadStore:
                             raise ThreadError(
                                 THREAD_UNKNOWN, thread_id, "no such thread for this principal"
                             )
-                        folded = fold(base, wires, max_thread_bytes=self.max_thread_bytes)
+                        folded = fold(
+                            base, wires, given=given, max_thread_bytes=self.max_thread_bytes
+                        )
                         pipe.multi()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
                         pipe.set(key, folded.to_json(), px=int(self.ttl * 1000))
                         await pipe.execute()

@@ -59,6 +59,7 @@ __all__ = [
     "ThreadStore",
     "ThreadStoreError",
     "fold",
+    "merged",
     "new_thread_id",
     "readable",
     "restate",
@@ -326,15 +327,41 @@ def _thread_of(thread_id: str, document: Mapping[str, Any]) -> Thread:
     )
 
 
+def merged(
+    thread: Thread, messages: Sequence[Mapping[str, Any]] | None, state: Any = None
+) -> tuple[list[dict[str, Any]], Any]:
+    """
+    The conversation and state a run on ``thread`` starts from, given what its request
+    carried: each of the request's ``messages`` replaces the thread's message with its id
+    or is appended, and no thread message is dropped (a page that hydrated sends its new
+    message only; one that kept the conversation sends it all, to the same end); the
+    request's ``state`` replaces the thread's unless it is ``None`` or ``{}`` (what a
+    fresh page sends).
+    """
+    result = [dict(m) for m in thread.messages]
+    index = {m.get("id"): i for i, m in enumerate(result)}
+    for message in messages or ():
+        at = index.get(message.get("id"))
+        if at is None:
+            index[message.get("id")] = len(result)
+            result.append(dict(message))
+        else:
+            result[at] = dict(message)
+    return result, thread.state if state is None or state == {} else state
+
+
 def fold(
     thread: Thread,
     events: Iterable[Mapping[str, Any]],
     *,
+    given: Mapping[str, Any] | None = None,
     max_thread_bytes: int = DEFAULT_MAX_THREAD_BYTES,
     now: float | None = None,
 ) -> Thread:
     """
-    ``thread`` with one or more finished runs' events (wire dicts, as logged) folded in.
+    ``thread`` with one or more finished runs' events (wire dicts, as logged) folded in,
+    after the conversation and state their request carried (``given``, the
+    ``RunAgentInput`` wire dict; see :func:`merged`).
 
     The fold is a :class:`~aguikit.Session` started from the thread's messages and state:
     the same receiver, chunk expansion, verifier and applier every consumer runs, so the
@@ -355,20 +382,25 @@ def fold(
     runs.extend(_outcomes(wires, moment))
     if thread.damaged is not None:
         return attrs.evolve(thread, runs=tuple(runs), updated=moment, version=thread.version + 1)
+    start, state = merged(
+        thread,
+        None if given is None else given.get("messages"),
+        None if given is None else given.get("state"),
+    )
     messages = []
-    for index, message in enumerate(thread.messages):
+    for index, message in enumerate(start):
         try:
             messages.append(parse_message(message))
         except AguiError as error:
             raise ThreadError(
                 THREAD_DAMAGED,
                 thread.thread_id,
-                f"stored message {index + 1} does not parse: {error}",
+                f"message {index + 1} does not parse: {error}",
                 pointer=f"/messages/{index}",
             ) from error
     session = Session(
         messages=messages,
-        state=thread.state,
+        state=state,
         thread_id=thread.thread_id,
         keep_delivered=False,
     )
@@ -486,12 +518,18 @@ class ThreadStore(Protocol):
     :class:`~aguikit.server.redis_threads.RedisThreadStore`)."""
 
     async def record(
-        self, thread_id: str, events: Iterable[Mapping[str, Any]], *, owner: str | None = None
+        self,
+        thread_id: str,
+        events: Iterable[Mapping[str, Any]],
+        *,
+        owner: str | None = None,
+        given: Mapping[str, Any] | None = None,
     ) -> Thread:
         """
-        Fold finished runs' ``events`` into ``thread_id`` (created for ``owner`` when new)
-        atomically: two workers recording into one thread at once both land, in some
-        order.  Returns the thread as stored.
+        Fold finished runs' ``events`` into ``thread_id`` (created for ``owner`` when new),
+        after what their request carried (``given``, see :func:`fold`), atomically: two
+        workers recording into one thread at once both land, in some order.  Returns the
+        thread as stored.
 
         Raises:
             ThreadError: :data:`THREAD_UNKNOWN` when the thread is ``owner``'s to none
@@ -575,13 +613,18 @@ class MemoryThreadStore:
         return entry[0]
 
     async def record(
-        self, thread_id: str, events: Iterable[Mapping[str, Any]], *, owner: str | None = None
+        self,
+        thread_id: str,
+        events: Iterable[Mapping[str, Any]],
+        *,
+        owner: str | None = None,
+        given: Mapping[str, Any] | None = None,
     ) -> Thread:
         current = self._live(thread_id)
         if current is not None and current.owner != owner:
             raise ThreadError(THREAD_UNKNOWN, thread_id, "no such thread for this principal")
         base = current or Thread(thread_id=thread_id, owner=owner)
-        folded = fold(base, events, max_thread_bytes=self.max_thread_bytes)
+        folded = fold(base, events, given=given, max_thread_bytes=self.max_thread_bytes)
         size = folded.size()
         self._drop(thread_id)
         while self._threads and (

@@ -1,0 +1,233 @@
+"""
+Threads over HTTP: each ended run recorded into its thread, a page reload restated by the
+``connect`` endpoint (``aguikit.Agent.connect`` and the official ``@ag-ui/client`` with the
+documented ``ThreadAgent`` subclass, in Node), history replayed ahead of a requested run,
+and every refusal a problem document carrying the store's rule id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from starlette.requests import Request
+from tests.node_client import NODE_DIR, run_node_script
+from tests.servers import serve_asgi
+
+from aguikit import Agent, Session
+from aguikit.errors import HTTPStatusError
+from aguikit.server import Access, Denied, RunAgentInput, RunWriter, create_app
+from aguikit.server.threads import MemoryThreadStore
+from aguikit.wire import to_wire
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def echo(run_input: RunAgentInput, run: RunWriter) -> None:
+    """Answers the last user message, counts the runs in state, and pauses on an
+    interrupt when asked to."""
+    last = next(m for m in reversed(run_input.messages) if m.role == "user")
+    text = str(last.content)
+    await run.say(f"echo: {text}")
+    state = dict(run_input.state or {})
+    state["turns"] = int(state.get("turns", 0)) + 1
+    await run.set_state(state)
+    if text == "pause":
+        run.interrupt("approval", interrupt_id="approve-1", message="Go on?")
+
+
+def _user(message_id: str, text: str) -> dict[str, Any]:
+    return {"id": message_id, "role": "user", "content": text}
+
+
+def _bearer(request: Request, access: Access) -> str:
+    token = request.headers.get("authorization", "")
+    if not token.startswith("Bearer "):
+        raise Denied(401, www_authenticate="Bearer")
+    return token.removeprefix("Bearer ")
+
+
+def _view(messages: list[Any]) -> list[tuple[str, str, str]]:
+    wires = [m if isinstance(m, dict) else to_wire(m) for m in messages]
+    return [(w["id"], w["role"], str(w.get("content"))) for w in wires]
+
+
+def test_a_reloaded_agent_connects_and_gets_the_thread_the_first_page_held() -> None:
+    """Two runs from one page; a fresh ``Agent`` on the thread connects and holds the same
+    conversation and state, then runs on from it (the server keeps the history)."""
+    store = MemoryThreadStore()
+    app = create_app(echo, path="/agent", threads=store)
+    with serve_asgi(app) as base:
+        url = base + "/agent"
+
+        async def scenario() -> tuple[Agent, Agent]:
+            page = Agent(url, thread_id="thread-1")
+            page.add_message(_user("u1", "hello"))
+            await page.run()
+            page.add_message(_user("u2", "again"))
+            await page.run()
+            reloaded = Agent(url, thread_id="thread-1")
+            await reloaded.connect()
+            return page, reloaded
+
+        page, reloaded = asyncio.run(scenario())
+    assert _view(page.messages) == _view(reloaded.messages)
+    assert page.state == reloaded.state == {"turns": 2}
+    assert ["u1", "u2"] == [m["id"] for m in store._threads["thread-1"][0].messages][0::2]
+
+
+def test_connect_to_an_unknown_or_foreign_thread_is_404_with_the_rule_id() -> None:
+    """Unknown, deleted and another user's threads get the same ``404`` (``AGUI-E030``);
+    without credentials the hook's ``401``; the owner gets the thread."""
+    store = MemoryThreadStore()
+    app = create_app(echo, path="/agent", threads=store, authorize=_bearer)
+    body = {"threadId": "t1", "runId": "c1", "messages": [], "state": {}, "tools": []}
+    run = {**body, "runId": "r1", "messages": [_user("u1", "hi")]}
+    with serve_asgi(app) as base:
+        alice = {"Authorization": "Bearer alice"}
+        mallory = {"Authorization": "Bearer mallory"}
+        with httpx.Client(base_url=base, timeout=30) as client:
+            assert 200 == client.post("/agent", json=run, headers=alice).status_code
+            owner = client.post("/agent/connect", json=body, headers=alice)
+            foreign = client.post("/agent/connect", json=body, headers=mallory)
+            unknown = client.post("/agent/connect", json={**body, "threadId": "t9"}, headers=alice)
+            anonymous = client.post("/agent/connect", json=body)
+            asyncio.run(store.delete("t1"))
+            deleted = client.post("/agent/connect", json=body, headers=alice)
+    assert 200 == owner.status_code
+    kinds = [
+        json.loads(line[6:])["type"] for line in owner.text.splitlines() if line[:6] == "data: "
+    ]
+    assert ["RUN_STARTED", "MESSAGES_SNAPSHOT", "STATE_SNAPSHOT", "RUN_FINISHED"] == kinds
+    for answer in (foreign, unknown, deleted):
+        assert (404, "AGUI-E030") == (answer.status_code, answer.json()["code"])
+    assert foreign.json()["detail"] == unknown.json()["detail"].replace("t9", "t1")
+    assert 401 == anonymous.status_code
+
+
+def test_a_run_request_may_ask_for_the_history_ahead_of_its_run() -> None:
+    """``forwardedProps.aguikit.hydrate``: a fresh page sends its new message only and gets,
+    on one stream, the restating run then its own run; the handler sees the whole thread,
+    and the thread keeps every message."""
+    store = MemoryThreadStore()
+    app = create_app(echo, path="/agent", threads=store)
+    with serve_asgi(app) as base:
+        url = base + "/agent"
+
+        async def scenario() -> tuple[Agent, Agent]:
+            first = Agent(url, thread_id="t1")
+            first.add_message(_user("u1", "hello"))
+            await first.run()
+            fresh = Agent(url, thread_id="t1", forwarded_props={"aguikit": {"hydrate": True}})
+            fresh.add_message(_user("u2", "more"))
+            await fresh.run()
+            return first, fresh
+
+        first, fresh = asyncio.run(scenario())
+        with httpx.Client(base_url=base, timeout=30) as client:
+            body = {
+                "threadId": "nope",
+                "runId": "r9",
+                "messages": [],
+                "state": {},
+                "tools": [],
+                "forwardedProps": {"aguikit": {"hydrate": True}},
+            }
+            refused = client.post("/agent", json=body)
+    kept = list(store._threads["t1"][0].messages)
+    assert ["u1", "u2"] == [m["id"] for m in kept if m["role"] == "user"]
+    assert 4 == len(kept)
+    # The page held u2 before the answer: a snapshot reconciling by id leaves it where it
+    # was (the spec's rule, and the official client's); every message is there, once.
+    assert sorted(_view(kept)) == sorted(_view(fresh.messages))
+    assert _view(kept[:2]) == _view(first.messages)
+    assert {"turns": 2} == fresh.state
+    assert (404, "AGUI-E030") == (refused.status_code, refused.json()["code"])
+
+
+def test_an_interrupted_thread_is_restated_with_its_pending_interrupt() -> None:
+    """The last run paused: a connecting agent learns the interrupt it must answer."""
+    app = create_app(echo, path="/agent", threads=MemoryThreadStore())
+    with serve_asgi(app) as base:
+        url = base + "/agent"
+
+        async def scenario() -> Agent:
+            page = Agent(url, thread_id="t1")
+            page.add_message(_user("u1", "pause"))
+            await page.run()
+            reloaded = Agent(url, thread_id="t1")
+            await reloaded.connect()
+            return reloaded
+
+        reloaded = asyncio.run(scenario())
+    assert ["approve-1"] == [i.id for i in reloaded.interrupts]
+
+
+def test_the_official_client_connects_with_the_documented_subclass() -> None:
+    """``@ag-ui/client`` 1.0.0 ``connectAgent()`` on ``ThreadAgent`` (tests/node, shown in
+    docs/threads.md) holds what the Python page held, and runs on from it; the thread the
+    server keeps then folds to what the Node agent holds."""
+    store = MemoryThreadStore()
+    app = create_app(echo, path="/agent", threads=store)
+    with serve_asgi(app) as base:
+        url = base + "/agent"
+
+        async def first_page() -> Agent:
+            page = Agent(url, thread_id="t1")
+            page.add_message(_user("u1", "hello"))
+            await page.run()
+            return page
+
+        page = asyncio.run(first_page())
+        out = run_node_script(
+            "connect_thread.mjs", url, {"threadId": "t1", "runAfter": {"message": "from node"}}
+        )
+        unknown = run_node_script("connect_thread.mjs", url, {"threadId": "t9"})
+    assert "error" not in out, out
+    assert _view(page.messages) == _view(out["messages"])
+    assert page.state == out["state"]
+    after = out["after"]
+    assert _view(after["messages"]) == _view(list(store._threads["t1"][0].messages))
+    assert {"turns": 2} == after["state"] == store._threads["t1"][0].state
+    assert "404" in unknown["error"]
+
+
+def test_docs_show_the_subclass_the_test_runs() -> None:
+    """``docs/threads.md`` carries ``tests/node/thread_agent.mjs`` verbatim."""
+    docs = (ROOT / "docs" / "threads.md").read_text(encoding="utf-8")
+    shown = re.search(r"```js\n(// ThreadAgent.*?)```", docs, re.DOTALL)
+
+    assert shown is not None
+    assert (NODE_DIR / "thread_agent.mjs").read_text(encoding="utf-8") == shown.group(1)
+
+
+def test_a_restated_thread_passes_a_verifying_session_and_the_http_status_errors() -> None:
+    """What the connect endpoint sends is one verified run, and a client without the
+    thread gets ``HTTPStatusError`` 404 from ``Agent.connect``."""
+    app = create_app(echo, path="/agent", threads=MemoryThreadStore())
+    with serve_asgi(app) as base:
+        url = base + "/agent"
+
+        async def scenario() -> None:
+            with pytest.raises(HTTPStatusError) as refused:
+                await Agent(url, thread_id="none").connect()
+            assert 404 == refused.value.status_code
+
+        asyncio.run(scenario())
+        page = Agent(url, thread_id="t1")
+        page.add_message(_user("u1", "hello"))
+        page.run_sync()
+        with httpx.Client(base_url=base, timeout=30) as client:
+            body = {"threadId": "t1", "runId": "c1", "messages": [], "state": {}, "tools": []}
+            answer = client.post(
+                "/agent/connect", json=body, headers={"Accept": "application/jsonl"}
+            )
+    session = Session()
+    session.feed_all(json.loads(line) for line in answer.text.splitlines())
+    session.finish()
+    assert _view(page.messages) == _view(session.messages)
