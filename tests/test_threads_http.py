@@ -21,7 +21,7 @@ from tests.servers import serve_asgi
 
 from aguikit import Agent, Session
 from aguikit.errors import HTTPStatusError
-from aguikit.server import Access, Denied, RunAgentInput, RunWriter, create_app
+from aguikit.server import Access, Denied, MemoryEventLog, RunAgentInput, RunWriter, create_app
 from aguikit.server.threads import MemoryThreadStore
 from aguikit.wire import to_wire
 
@@ -231,3 +231,161 @@ def test_a_restated_thread_passes_a_verifying_session_and_the_http_status_errors
     session.feed_all(json.loads(line) for line in answer.text.splitlines())
     session.finish()
     assert _view(page.messages) == _view(session.messages)
+
+
+# ---- background runs --------------------------------------------------------------------
+
+WORDS = 30
+PAUSE = {"seconds": 0.03}
+"""Between two words; the Node test lengthens it so that Node starts well inside the run."""
+
+
+async def slow(run_input: RunAgentInput, run: RunWriter) -> None:
+    """Answers word by word (a few seconds in all), then counts the turn in state."""
+    state = dict(run_input.state or {})
+    state["turns"] = int(state.get("turns", 0)) + 1
+    await run.set_state(state)
+    async with run.text_message() as message:
+        for index in range(WORDS):
+            await message.write(f"w{index} ")
+            await asyncio.sleep(PAUSE["seconds"])
+
+
+def _background_app(**options: Any) -> tuple[Any, MemoryThreadStore]:
+    store = MemoryThreadStore()
+    app = create_app(
+        slow, path="/agent", event_log=MemoryEventLog(), threads=store, background=True, **options
+    )
+    return app, store
+
+
+def _answering(page: Agent, count: int) -> bool:
+    """Whether ``page``'s run has streamed the fourth word of its answer, message
+    ``count`` of its conversation."""
+    session = page.session
+    return (
+        session is not None and len(session.messages) >= count and "w3" in str(session.messages[-1])
+    )
+
+
+async def _until(predicate: Any, timeout: float = 30.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+def test_an_agent_connecting_during_a_background_run_folds_what_its_starter_folds() -> None:
+    """History restated, the run in progress restated compactly, then its live tail: the
+    joiner ends with exactly the starter's conversation and state."""
+    app, store = _background_app()
+    with serve_asgi(app) as base:
+        url = base + "/agent"
+
+        async def scenario() -> tuple[Agent, Agent]:
+            page = Agent(url, thread_id="t1")
+            page.add_message(_user("u1", "first"))
+            await page.run()
+            page.add_message(_user("u2", "second"))
+            running = asyncio.ensure_future(page.run())
+            await _until(lambda: _answering(page, 4))
+            joiner = Agent(url, thread_id="t1")
+            await joiner.connect()
+            await running
+            return page, joiner
+
+        page, joiner = asyncio.run(scenario())
+    assert _view(page.messages) == _view(joiner.messages)
+    assert page.state == joiner.state == {"turns": 2}
+    assert f"w{WORDS - 1} " in str(_view(joiner.messages))
+    thread = store._threads["t1"][0]
+    assert (None, ["finished", "finished"]) == (thread.running, [r.status for r in thread.runs])
+
+
+def test_a_background_run_goes_on_without_a_reader_and_a_later_page_gets_it_whole() -> None:
+    """The page that started the run leaves after a few words; the run ends anyway, is
+    recorded, and a page connecting afterwards holds the whole answer."""
+    app, store = _background_app()
+    with serve_asgi(app) as base:
+        url = base + "/agent"
+
+        async def scenario() -> Agent:
+            body = {
+                "threadId": "t1",
+                "runId": "r1",
+                "messages": [_user("u1", "go")],
+                "state": {},
+                "tools": [],
+            }
+            # The page reloads: its connection drops after a few words, no cancel request.
+            async with (
+                httpx.AsyncClient(timeout=30) as client,
+                client.stream("POST", url, json=body) as answer,
+            ):
+                async for line in answer.aiter_lines():
+                    if '"w2 "' in line:
+                        break
+            assert "r1" == store._threads["t1"][0].running
+            await _until(lambda: store._threads["t1"][0].running is None)
+            later = Agent(url, thread_id="t1")
+            await later.connect()
+            return later
+
+        later = asyncio.run(scenario())
+    text = "".join(f"w{index} " for index in range(WORDS))
+    assert [("u1", "user", "go"), ("assistant", text)] == [
+        _view(later.messages)[0],
+        _view(later.messages)[1][1:],
+    ]
+    assert {"turns": 1} == later.state
+
+
+def test_the_official_client_attaches_to_a_background_run_with_the_subclass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``connectAgent()`` on ``ThreadAgent`` during the run: the Node agent ends with the
+    starter's conversation and state, once the run ended."""
+    monkeypatch.setitem(PAUSE, "seconds", 0.2)
+    app, store = _background_app()
+    with serve_asgi(app) as base:
+        url = base + "/agent"
+
+        async def scenario() -> tuple[Agent, dict[str, Any]]:
+            page = Agent(url, thread_id="t1")
+            page.add_message(_user("u1", "first"))
+            await page.run()
+            page.add_message(_user("u2", "second"))
+            running = asyncio.ensure_future(page.run())
+            await _until(lambda: _answering(page, 4))
+            # Six seconds of run left: Node starts well inside it.
+            assert store._threads["t1"][0].running is not None
+            out = await asyncio.to_thread(
+                run_node_script, "connect_thread.mjs", url, {"threadId": "t1"}
+            )
+            await running
+            return page, out
+
+        page, out = asyncio.run(scenario())
+    assert "error" not in out, out
+    assert _view(page.messages) == _view(out["messages"])
+    assert page.state == out["state"]
+
+
+def test_background_runs_need_a_log_and_threads_and_a_request_needs_permission() -> None:
+    """Built without a log or threads: ``ValueError``; a request asking for a background
+    run of an endpoint that does not allow it: ``403``."""
+    with pytest.raises(ValueError, match="event_log"):
+        create_app(slow, background=True, threads=MemoryThreadStore())
+    with pytest.raises(ValueError, match="threads"):
+        create_app(slow, allow_background=True, event_log=MemoryEventLog())
+    app = create_app(slow, path="/agent", event_log=MemoryEventLog(), threads=MemoryThreadStore())
+    body = {
+        "threadId": "t1",
+        "runId": "r1",
+        "messages": [_user("u1", "go")],
+        "state": {},
+        "tools": [],
+        "forwardedProps": {"aguikit": {"background": True}},
+    }
+    with serve_asgi(app) as base, httpx.Client(base_url=base, timeout=30) as client:
+        assert 403 == client.post("/agent", json=body).status_code

@@ -61,6 +61,7 @@ import gc
 import inspect
 import json
 import logging
+import math
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -148,6 +149,8 @@ LOGGER: Final = logging.getLogger("aguikit.server")
 _DONE: Final[Any] = object()
 """Ends the frame queue: the run is over, or the client left."""
 _TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
+DEFAULT_MAX_RUN_SECONDS: Final = 3600.0
+"""The longest a background run goes on (an hour) unless the endpoint says otherwise."""
 _POLL: Final = 1.0
 """Seconds between two looks at the readers of a run that lost its first connection."""
 SETTLE_TIMEOUT: Final = 2.0
@@ -642,6 +645,7 @@ class EventStreamResponse(Response):
         send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
         history: list[dict[str, Any]] | None = None,
         threads: ThreadStore | None = None,
+        max_life: float | None = None,
     ) -> None:
         # As StreamingResponse does: no body, so no Content-Length is declared.
         self.status_code = 200
@@ -686,6 +690,8 @@ class EventStreamResponse(Response):
         """The thread's restating run, sent ahead of the run (no ids: it is not logged)."""
         self.threads = threads
         """Where the run's events are folded into its thread once it ended."""
+        self.max_life = max_life
+        """A background run's longest life in seconds (``None``: not a background run)."""
         self.resume_grace = resume_grace if media_type == sse.MEDIA_TYPE else 0.0
         """With a log: seconds a run this answer started outlives its last reader.  Only
         an SSE answer can be resumed (JSONL and protobuf carry no ids), so another
@@ -770,6 +776,7 @@ class EventStreamResponse(Response):
             principal=self.principal,
             telemetry=self.telemetry,
             trace_headers=self.trace_headers,
+            restate_input=self.max_life is not None,
         )
 
     async def run_handler(self, sink: Callable[[Mapping[str, Any]], Awaitable[None]]) -> None:
@@ -801,7 +808,16 @@ class EventStreamResponse(Response):
         event: cancelled with its connection) is not recorded, so its thread stays as its
         last ended run left it; a store that fails is logged, never the run's failure."""
         threads = self.threads
-        if threads is None or not events or events[-1].get("type") not in _TERMINAL:
+        if threads is None:
+            return
+        if not events or events[-1].get("type") not in _TERMINAL:
+            if self.max_life is not None:  # no longer in progress: nothing to attach to
+                try:
+                    await threads.begin(self.run_input.thread_id, None, owner=self.principal)
+                except ThreadError as error:
+                    LOGGER.error(
+                        "run %r: its thread kept it running: %s", self.run_input.run_id, error
+                    )
             return
         try:
             await threads.record(
@@ -997,9 +1013,22 @@ class _LoggedRun:
         self.stopping = False
         """Whether the endpoint cancelled the run on purpose (nobody followed it)."""
         self.task = _detach(self._produce(response))
+        if response.max_life is not None:
+            # A background run lives without readers, up to its longest life.
+            self.grace = math.inf
+            expiry = asyncio.get_running_loop().call_later(response.max_life, self._expire)
+            self.task.add_done_callback(lambda _: expiry.cancel())
         self.key = (id(log), self.run_id)
         _RUNNING[self.key] = self
         self.task.add_done_callback(self._forget)
+
+    def _expire(self) -> None:
+        """A background run reached its longest life: cancelled, as a run nobody follows
+        is, so it ends with the cancelled outcome."""
+        if not self.task.done():
+            LOGGER.info("run %r cancelled: it ran its longest life", self.run_id)
+            self.stopping = True
+            self.task.cancel()
 
     def _forget(self, task: asyncio.Task[None]) -> None:
         """The run ended: a cancel request can no longer find it."""
@@ -1049,9 +1078,9 @@ class _LoggedRun:
         finally:
             self.logged.set()
             # Shielded: a cancelled run is still closed and marked ended, so its followers
-            # (and resumers) get its end, never silence.
+            # (and resumers) get its end, never silence; and recorded into its thread.
             await asyncio.shield(self._end(writer))
-        await response.record(events)
+            await asyncio.shield(response.record(events))
 
     async def _end(self, writer: RunWriter) -> None:
         """End the run in the log: a run stopped on purpose first gets the cancelled
@@ -1167,6 +1196,9 @@ def agui_endpoint(
     telemetry: Observe | None = None,
     send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
     threads: ThreadStore | None = None,
+    background: bool = False,
+    allow_background: bool = False,
+    max_run_seconds: float = DEFAULT_MAX_RUN_SECONDS,
 ) -> Callable[[Request], Awaitable[Response]]:
     """
     Wrap ``handler`` as an HTTP endpoint that answers AG-UI run requests.
@@ -1245,6 +1277,15 @@ def agui_endpoint(
             restating run (``<runId>.history``) ahead of its own run, on the same stream
             (``404``/``413``/``409``/``503`` with the store's rule id when it cannot be
             had).  ``docs/threads.md``.
+        background: Run every run detached (needs ``event_log`` and ``threads``): it goes
+            on with no reader until it ends or ``max_run_seconds`` pass (then it is
+            cancelled, ending with the cancelled outcome), its ``RUN_STARTED`` carries its
+            input, and a client that connects meanwhile (``POST {path}/connect``) gets the
+            thread restated, then the run restated compactly, then its live tail.
+        allow_background: Let a request ask for a background run itself, with
+            ``forwardedProps`` ``{"aguikit": {"background": true}}`` (refused with
+            ``403`` otherwise).
+        max_run_seconds: The longest a background run goes on.
 
     Raises:
         TypeError: ``handler`` is neither a coroutine function nor an async generator
@@ -1266,6 +1307,13 @@ def agui_endpoint(
         raise ValueError("max_body_bytes must be at least 1")
     serve = _serving(handler)
     log: EventLog | None = MemoryEventLog() if event_log is OWN_MEMORY_LOG else event_log
+    if (background or allow_background) and (log is None or threads is None):
+        raise ValueError(
+            "background runs need an event_log (their events outlive every connection) "
+            "and threads (where a connecting client finds the run in progress)"
+        )
+    if not max_run_seconds > 0:
+        raise ValueError("max_run_seconds must be positive")
 
     async def endpoint(request: Request) -> Response:
         media_type = negotiate(request.headers.get("accept"))
@@ -1309,6 +1357,16 @@ def agui_endpoint(
                     "to follow it send Last-Event-ID (0: from its first event)",
                     runId=run_input.run_id,
                 )
+        detached: float | None = None
+        if resume_after is None and (background or _option(run_input, "background")):
+            if not (background or allow_background):
+                return _problem(403, "this endpoint does not run background runs on request")
+            assert threads is not None  # checked when the endpoint was built
+            try:
+                await threads.begin(run_input.thread_id, run_input.run_id, owner=principal)
+            except ThreadError as error:
+                return _thread_problem(error)
+            detached = max_run_seconds
         history: list[dict[str, Any]] | None = None
         if resume_after is None and _option(run_input, "hydrate"):
             hydration = await _hydration(threads, run_input, principal)
@@ -1335,6 +1393,7 @@ def agui_endpoint(
             send_timeout=send_timeout,
             history=history,
             threads=threads,
+            max_life=detached,
         )
 
     endpoint.__name__ = getattr(handler, "__name__", "agui_endpoint")
@@ -1345,6 +1404,7 @@ def agui_endpoint(
 def connect_endpoint(
     threads: ThreadStore,
     *,
+    event_log: EventLog | None = None,
     authorize: Authorize | None = None,
     keepalive: float | None = 15.0,
     max_body_bytes: int = MAX_BODY_BYTES,
@@ -1364,6 +1424,11 @@ def connect_endpoint(
     that cannot answer.  :func:`create_app` mounts it at ``{path}/connect`` when given
     ``threads``.  ``docs/threads.md`` has the TypeScript subclass.
 
+    While a background run is in progress on the thread (``event_log`` is the agent
+    endpoint's), the restating run is ``<runId>.history`` and the answer goes on with
+    the run in progress restated compactly (the late joiner's prelude, from its start)
+    and then its live tail, to its end.
+
     .. versionadded:: 0.4.0
     """
 
@@ -1379,7 +1444,8 @@ def connect_endpoint(
             return principal
         try:
             thread = await threads.load(run_input.thread_id, principal)
-            events = restate(thread, run_input.run_id)
+            attach = thread.running is not None and event_log is not None
+            events = restate(thread, run_input.run_id + (HISTORY_SUFFIX if attach else ""))
         except ThreadError as error:
             return _thread_problem(error)
 
@@ -1387,6 +1453,23 @@ def connect_endpoint(
             for wire in events:
                 yield wire
 
+        if attach:
+            assert thread.running is not None
+            return EventStreamResponse(
+                _serving(replay),
+                attrs.evolve(run_input, run_id=thread.running),
+                media_type=media_type,
+                mode="strict",
+                keepalive=keepalive,
+                queue_size=64,
+                snapshot_every=0,
+                event_log=event_log,
+                resume_after="0",
+                join_prelude=True,
+                principal=principal,
+                send_timeout=send_timeout,
+                history=events,
+            )
         return EventStreamResponse(
             _serving(replay),
             run_input,
@@ -1434,8 +1517,10 @@ def create_app(
     routes = [Route(path, agui_endpoint(handler, **options), methods=["POST"])]
     threads = options.get("threads")
     if threads is not None:
+        log = options.get("event_log")
         connect = connect_endpoint(
             threads,
+            event_log=None if log is OWN_MEMORY_LOG else log,
             **{
                 name: options[name]
                 for name in ("authorize", "keepalive", "max_body_bytes", "send_timeout")

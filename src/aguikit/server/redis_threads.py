@@ -28,9 +28,10 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
+import attrs
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, WatchError
 
@@ -125,6 +126,26 @@ class RedisThreadStore:
         given: Mapping[str, Any] | None = None,
     ) -> Thread:
         wires = list(events)
+        return await self._update(
+            thread_id,
+            owner,
+            lambda base: fold(base, wires, given=given, max_thread_bytes=self.max_thread_bytes),
+        )
+
+    async def begin(
+        self, thread_id: str, run_id: str | None, *, owner: str | None = None
+    ) -> Thread:
+        return await self._update(
+            thread_id,
+            owner,
+            lambda base: attrs.evolve(base, running=run_id, version=base.version + 1),
+        )
+
+    async def _update(
+        self, thread_id: str, owner: str | None, change: Callable[[Thread], Thread]
+    ) -> Thread:
+        """``change`` applied to the stored thread by compare-and-set (folded again from
+        what another worker stored when it wrote in between)."""
         key = self.key(thread_id)
         try:
             for _ in range(_ATTEMPTS):
@@ -133,7 +154,7 @@ class RedisThreadStore:
                         await pipe.watch(key)
                         raw = await pipe.get(key)
                         base = (
-                            Thread(thread_id=thread_id, owner=owner)
+                            Thread(thread_id=thread_id, owner=owner, updated=time.time())
                             if raw is None
                             else self._read(thread_id, raw)[0]
                         )
@@ -141,13 +162,11 @@ class RedisThreadStore:
                             raise ThreadError(
                                 THREAD_UNKNOWN, thread_id, "no such thread for this principal"
                             )
-                        folded = fold(
-                            base, wires, given=given, max_thread_bytes=self.max_thread_bytes
-                        )
+                        changed = change(base)
                         pipe.multi()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
-                        pipe.set(key, folded.to_json(), px=int(self.ttl * 1000))
+                        pipe.set(key, changed.to_json(), px=int(self.ttl * 1000))
                         await pipe.execute()
-                        return folded
+                        return changed
                     except WatchError:
                         self.conflicts += 1
                         await asyncio.sleep(random.uniform(0, 0.005))  # jitter, not a secret

@@ -177,6 +177,8 @@ class Thread:
         version: How many updates made it (a store's compare-and-set counts on it).
         damaged: ``(rule, detail)`` when the store refuses to restate it
             (:data:`THREAD_TOO_LARGE`, :data:`THREAD_DAMAGED`); ``None`` for a sound one.
+        running: The ``runId`` of the background run in progress on the thread (in the
+            endpoint's event log), which a connecting client attaches to.
     """
 
     thread_id: str
@@ -188,6 +190,7 @@ class Thread:
     updated: float = 0.0
     version: int = 0
     damaged: tuple[str, str] | None = None
+    running: str | None = None
 
     def pending_interrupts(self, now: float | None = None) -> list[dict[str, Any]]:
         """The interrupts of the last run that can still be answered: those whose
@@ -224,6 +227,7 @@ class Thread:
                 "updated": self.updated,
                 "version": self.version,
                 "damaged": list(self.damaged) if self.damaged else None,
+                "running": self.running,
             }
         )
 
@@ -281,6 +285,7 @@ _SHAPE: Final[Mapping[str, tuple[type, ...]]] = {
     "updated": (int, float),
     "version": (int,),
     "damaged": (list, type(None)),
+    "running": (str, type(None)),
 }
 
 
@@ -380,8 +385,13 @@ def fold(
     wires = list(events)
     runs = list(thread.runs)
     runs.extend(_outcomes(wires, moment))
+    running = thread.running
+    if running is not None and any(r.run_id == running for r in runs[len(thread.runs) :]):
+        running = None
     if thread.damaged is not None:
-        return attrs.evolve(thread, runs=tuple(runs), updated=moment, version=thread.version + 1)
+        return attrs.evolve(
+            thread, runs=tuple(runs), updated=moment, version=thread.version + 1, running=running
+        )
     start, state = merged(
         thread,
         None if given is None else given.get("messages"),
@@ -427,6 +437,7 @@ def fold(
         updated=moment,
         version=thread.version + 1,
         damaged=damaged,
+        running=running,
     )
     if damaged is None and folded.size() > max_thread_bytes:
         folded = attrs.evolve(
@@ -444,10 +455,14 @@ def fold(
 
 
 def _outcomes(wires: Sequence[Mapping[str, Any]], moment: float) -> list[RunRecord]:
-    """The run records of the terminal events among ``wires``."""
+    """The run records of the terminal events among ``wires`` (a ``RUN_ERROR``, which
+    names no run, is the last ``RUN_STARTED``'s)."""
     found = []
+    started = ""
     for wire in wires:
         kind = wire.get("type")
+        if kind == "RUN_STARTED":
+            started = str(wire.get("runId", ""))
         if kind not in _TERMINAL:
             continue
         usage = wire.get("usage")
@@ -455,7 +470,7 @@ def _outcomes(wires: Sequence[Mapping[str, Any]], moment: float) -> list[RunReco
         if kind == "RUN_ERROR":
             found.append(
                 RunRecord(
-                    run_id=str(wire.get("runId", "")),
+                    run_id=started,
                     status="error",
                     code=wire.get("code"),
                     message=wire.get("message"),
@@ -534,6 +549,18 @@ class ThreadStore(Protocol):
         Raises:
             ThreadError: :data:`THREAD_UNKNOWN` when the thread is ``owner``'s to none
                 (another principal's), :data:`THREAD_DAMAGED` for an unreadable entry.
+        """
+
+    async def begin(
+        self, thread_id: str, run_id: str | None, *, owner: str | None = None
+    ) -> Thread:
+        """
+        Mark ``run_id`` as the background run in progress on ``thread_id`` (created for
+        ``owner`` when new); :meth:`record` of its end clears the mark, and so does
+        ``run_id=None`` (a run that stopped without a terminal event).
+
+        Raises:
+            ThreadError: As :meth:`record`.
         """
 
     async def get(self, thread_id: str) -> Thread | None:
@@ -634,6 +661,20 @@ class MemoryThreadStore:
         self._threads[thread_id] = (folded, size)
         self._bytes += size
         return folded
+
+    async def begin(
+        self, thread_id: str, run_id: str | None, *, owner: str | None = None
+    ) -> Thread:
+        current = self._live(thread_id)
+        if current is not None and current.owner != owner:
+            raise ThreadError(THREAD_UNKNOWN, thread_id, "no such thread for this principal")
+        base = current or Thread(thread_id=thread_id, owner=owner, updated=time.time())
+        marked = attrs.evolve(base, running=run_id, version=base.version + 1)
+        size = marked.size()
+        self._drop(thread_id)
+        self._threads[thread_id] = (marked, size)
+        self._bytes += size
+        return marked
 
     async def get(self, thread_id: str) -> Thread | None:
         return self._live(thread_id)
