@@ -9,7 +9,10 @@ tests of who starts a run and when a run nobody follows is cancelled, the worker
 :class:`Endless` instead (``AGUIKIT_TEST_HANDLER=endless``) with ``resume_grace`` from
 ``AGUIKIT_TEST_GRACE``, and each handler start and cancellation leaves a file in
 ``AGUIKIT_TEST_MARKS``: the handler runs in another process, so files are what the test
-can count.
+can count.  ``AGUIKIT_TEST_LOG=memory`` serves from a memory log instead of Redis, and
+``AGUIKIT_TEST_LOSE_CANCELLATION=N`` wraps the log so that the follower delivering the
+N-th event (0-based, over the process) hangs there and swallows its first cancellation
+(:class:`aguikit.server.faults.FaultyLog`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from typing import Any
 from starlette.applications import Starlette
 
 from aguikit.server import RunAgentInput, RunWriter, create_app
-from aguikit.server.eventlog import EventLog
+from aguikit.server.eventlog import EventLog, MemoryEventLog
+from aguikit.server.faults import FaultyLog
 
 TURNS = 8
 
@@ -105,18 +109,23 @@ def make_app(event_log: EventLog | None) -> Starlette:
 
 def _from_env() -> Any:
     url = os.environ.get("AGUIKIT_TEST_REDIS")
-    if os.environ.get("AGUIKIT_TEST_LOG") == "memory":  # one worker, its own log
-        from aguikit.server.eventlog import MemoryEventLog
-
-        return make_app(MemoryEventLog())
-    if not url:
+    memory = os.environ.get("AGUIKIT_TEST_LOG") == "memory"
+    if not url and not memory:
         return None
-    from aguikit.server.redis_log import RedisEventLog
+    log: EventLog
+    if memory:
+        log = MemoryEventLog()
+    else:
+        from aguikit.server.redis_log import RedisEventLog
 
-    options: dict[str, Any] = {}
-    if os.environ.get("AGUIKIT_TEST_PRODUCER_TTL"):
-        options["producer_ttl"] = float(os.environ["AGUIKIT_TEST_PRODUCER_TTL"])
-    log = RedisEventLog.from_url(url, **options)
+        options: dict[str, Any] = {}
+        if os.environ.get("AGUIKIT_TEST_PRODUCER_TTL"):
+            options["producer_ttl"] = float(os.environ["AGUIKIT_TEST_PRODUCER_TTL"])
+        log = RedisEventLog.from_url(url or "", **options)
+    lose = os.environ.get("AGUIKIT_TEST_LOSE_CANCELLATION")
+    if lose is not None:  # every follower hangs at that event and swallows a cancellation
+        faulty = FaultyLog(log)
+        log = faulty.lose_cancellation("follow", after=int(lose))
     if os.environ.get("AGUIKIT_TEST_HANDLER") == "endless":
         grace = float(os.environ.get("AGUIKIT_TEST_GRACE", "30"))
         return create_app(Endless(), path="/agent", event_log=log, resume_grace=grace)

@@ -74,6 +74,7 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.server.redis_log": 17,
     "aguikit.server.threads": 17,
     "aguikit.server.redis_threads": 17,
+    "aguikit.server.faults": 17,
     "aguikit.reference": 18,
     "aguikit.checker": 18,
     "aguikit.report": 18,

@@ -977,7 +977,7 @@ RULES: Final[tuple[Rule, ...]] = (
         "The agent emitted text that is not Unicode; the server logged the details.",
         (
             _rs(),
-            {"type": "TEXT_MESSAGE_START", "messageId": "m\ud800", "role": "assistant"},
+            {"type": "TEXT_MESSAGE_START", "messageId": "m" + chr(0xD800), "role": "assistant"},
             {
                 "type": "RUN_ERROR",
                 "message": "The agent emitted text that is not Unicode; the server logged "

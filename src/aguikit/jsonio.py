@@ -396,7 +396,9 @@ def find_lone_surrogate(data: Any) -> tuple[str, str] | None:
                     return pointer, found
                 stack.append((f"{pointer}/{escape_pointer(key)}", member))
         elif isinstance(value, list):
-            stack.extend((f"{pointer}/{i}", v) for i, v in reversed(list(enumerate(value))))
+            items: list[Any] = value
+            for index in range(len(items) - 1, -1, -1):
+                stack.append((f"{pointer}/{index}", items[index]))
     return None
 
 

@@ -103,7 +103,7 @@ change, short enough that a busy server's memory follows its live runs."""
 DEFAULT_MAX_EVENTS: Final = 100_000
 """Events kept per run; past it the oldest are dropped (a resume before them is refused)."""
 
-DEFAULT_MAX_TOTAL_EVENTS: Final = 2_000_000
+DEFAULT_MAX_TOTAL_EVENTS: Final = 1_000_000
 """Events a :class:`MemoryEventLog` keeps over all its runs (a few hundred MiB of typical
 small events); past it ended runs are evicted first, then new runs are refused."""
 

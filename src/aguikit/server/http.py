@@ -39,6 +39,10 @@ serving once:
   ("no resumption"): a disconnect cancels the handler at once (it sees
   :class:`asyncio.CancelledError` at its next ``await``, and nothing is written after
   it), so a client that stops a run stops paying for it;
+* a client that stops reading is treated as gone once one write to it has waited
+  ``send_timeout`` seconds, and an ending answer waits for its follower at most
+  :data:`SETTLE_TIMEOUT` (a cancellation a library lost cannot hang it); a log that
+  cannot answer a claim or a resume check is a ``503``;
 * resumption is an extension a producer opts into by passing an event log (a
   :class:`~aguikit.server.eventlog.MemoryEventLog` for one process, a
   :class:`~aguikit.server.redis_log.RedisEventLog` for several workers) and that the
@@ -57,7 +61,6 @@ import concurrent.futures
 import contextlib
 import enum
 import functools
-import gc
 import inspect
 import json
 import logging
@@ -90,6 +93,7 @@ from ..validate import is_valid, iter_schema_errors, validate
 from ..wire import parse_run_agent_input, to_wire
 from .access import Access, Authorize, Denied, consult
 from .eventlog import EventLog, EventLogError, EventLogFull, MemoryEventLog, prelude
+from .prelude import gc_paused
 from .threads import (
     THREAD_DAMAGED,
     THREAD_STORE_FAILED,
@@ -358,7 +362,8 @@ async def _read_input(
     # A large body is read, checked (and explained) off the event loop, in one thread for
     # the whole process: the streams this worker serves go on meanwhile, each held at most
     # for one C call (jiter's parse, jsonschema-rs's verdict: milliseconds a MiB).
-    return await asyncio.get_running_loop().run_in_executor(_CHECKS, _decode_apart, body)
+    # The cyclic collector is paused meanwhile (gc_paused): a decoded body holds no cycles.
+    return await asyncio.get_running_loop().run_in_executor(_CHECKS, gc_paused, _decode, body)
 
 
 _INLINE_BYTES: Final = 64 * 1024
@@ -366,24 +371,6 @@ _INLINE_BYTES: Final = 64 * 1024
 _CHECKS: Final = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aguikit-request")
 """One thread checks the large bodies, in turn: the loop competes with it alone for the
 interpreter, however many hostile bodies arrive at once."""
-
-
-def _decode_apart(body: bytes) -> tuple[dict[str, Any], RunAgentInput] | Response:
-    """
-    :func:`_decode` in the checking thread, with the cyclic garbage collector paused.
-
-    Reading a MiB of small objects allocates enough of them to start a full collection,
-    which holds the interpreter, and so every stream on the event loop, for as long as it
-    walks every object of the process (200 ms measured).  A decoded body holds no cycles:
-    its objects are freed by their counts once the answer is ready, or live on in the run.
-    """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return _decode(body)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _decode(body: bytes) -> tuple[dict[str, Any], RunAgentInput] | Response:
@@ -985,7 +972,10 @@ class _LoggedRun:
     While the connection that started it is there, that reader paces it: the handler's
     ``emit`` waits while the run is more than ``queue_size`` events ahead of what the
     connection has taken, so a slow reader slows the producer as without a log (the log
-    itself keeps the run, up to its ``max_events``, for a resume).
+    itself keeps the run, up to its ``max_events``, for a resume).  Once that connection
+    is gone, the run may go ``queue_size`` events further while nobody follows it, then
+    waits for a reader (a reconnect, a joiner, on any worker) or the end of its grace:
+    a run nobody reads does not fill the log (or cost tokens) while it waits.
 
     It ends when the handler does, or when nobody wants it any more: once the connection
     that started it is gone, the run is watched, and cancelled after
@@ -1010,8 +1000,16 @@ class _LoggedRun:
         self.thread_id = response.run_input.thread_id
         self.principal = response.principal
         """Who started the run: a cancel request must name the same thread and principal."""
+        self.last = 0
+        """The last event logged."""
+        self.left_at = 0
+        """The last event logged when the run was last left without a reader."""
+        self.followed = True
+        """Whether the watch last saw a reader following the run (after it left)."""
         self.stopping = False
         """Whether the endpoint cancelled the run on purpose (nobody followed it)."""
+        self.background = response.max_life is not None
+        """A background run: it goes on at full speed with no reader, to its end."""
         self.task = _detach(self._produce(response))
         if response.max_life is not None:
             # A background run lives without readers, up to its longest life.
@@ -1064,11 +1062,18 @@ class _LoggedRun:
 
     async def _produce(self, response: EventStreamResponse) -> None:
         async def sink(wire: Mapping[str, Any]) -> None:
-            number = int(await self.log.append(self.run_id, wire))
+            number = self.last = int(await self.log.append(self.run_id, wire))
             self.logged.set()
-            while self.attached and number - self.taken > self.window:
+            while (self.attached and number - self.taken > self.window) or (
+                not (self.attached or self.followed or self.stopping or self.background)
+                and number - self.left_at > self.window
+            ):
                 self.progress.clear()
                 await self.progress.wait()
+            if not number % self.window:
+                # A handler that never waits on anything but emit (the memory log's append
+                # does not suspend) must not starve the loop: its grace watch included.
+                await asyncio.sleep(0)
 
         recording, events = response.recording(sink)
         writer = response.writer(recording)
@@ -1097,6 +1102,8 @@ class _LoggedRun:
         """The connection that started the run ended: from now on the run lives only
         while some reader follows it, give or take the grace window."""
         self.attached = False
+        self.left_at = self.last
+        self.followed = False  # until the watch sees a reader
         self.progress.set()
         if not self.task.done():
             _detach(self._watch())
@@ -1129,6 +1136,10 @@ class _LoggedRun:
                     wait = _POLL
             else:
                 alone_since = None
+            followed = bool(readers)
+            if followed != self.followed:
+                self.followed, self.left_at = followed, self.last
+                self.progress.set()
             await asyncio.sleep(min(wait, _POLL))
 
 

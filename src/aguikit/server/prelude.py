@@ -54,8 +54,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+import gc
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._generated.models import (
     AssistantMessage,
@@ -86,7 +87,7 @@ from ..wire import to_wire
 if TYPE_CHECKING:
     from .eventlog import EventLog
 
-__all__ = ["build_prelude", "prelude"]
+__all__ = ["build_prelude", "gc_paused", "prelude"]
 
 _ENDS: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 _THINKING: Final = frozenset(
@@ -137,10 +138,10 @@ async def prelude(log: EventLog, run_id: str) -> tuple[list[dict[str, Any]], str
     if not logged or logged[0][0] != "1" or logged[0][1].get("type") != "RUN_STARTED":
         return None
     if len(logged) <= _INLINE_EVENTS:
-        return _prelude_of(logged)
+        return _restated(logged)
     # Folding a long run takes a while (about 0.7 s at 100,000 events): in the joins'
     # thread, so the streams this worker serves go on meanwhile.
-    return await asyncio.get_running_loop().run_in_executor(_JOINS, _prelude_of, logged)
+    return await asyncio.get_running_loop().run_in_executor(_JOINS, gc_paused, _restated, logged)
 
 
 _INLINE_EVENTS: Final = 1000
@@ -149,7 +150,30 @@ _JOINS: Final = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agu
 """One thread restates the long runs, in turn, however many joiners arrive at once."""
 
 
-def _prelude_of(
+_A = TypeVar("_A")
+_R = TypeVar("_R")
+
+
+def gc_paused(call: Callable[[_A], _R], argument: _A) -> _R:
+    """
+    ``call(argument)`` with the cyclic garbage collector paused, for work done in a thread
+    beside the event loop (a long run's prelude, a large request body's check).
+
+    Such work allocates enough small objects to start a full collection, which holds the
+    interpreter, and so every stream on the event loop, for as long as it walks every
+    object of the process (200 ms measured); what it builds holds no cycles, so it is
+    freed by reference counts all the same.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return call(argument)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _restated(
     logged: list[tuple[str, dict[str, Any]]],
 ) -> tuple[list[dict[str, Any]], str] | None:
     cut = next(

@@ -1,0 +1,529 @@
+"""
+The server under faults and hostile clients (issue 29, the endpoint's and the memory log's
+part): a lost cancellation never hangs a request, a client that never reads is treated as
+gone, the memory log never expires a running run and is bounded, a follower's wake-up
+costs what it delivers, a long prelude leaves the event loop free, hostile ids get a 4xx,
+an unwritable event fails its run loudly, and a run stopped on purpose ends with the
+cancelled outcome.  Faults are injected with :class:`aguikit.server.faults.FaultyLog`,
+over the memory log and over a real ``redis-server``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from tests.redis_server import redis_server
+from tests.resume_app import Endless
+from tests.servers import free_port, read_then_hang_up, serve_asgi, wait_listening
+
+import aguikit
+from aguikit.errors import WireFormatError
+from aguikit.server import RunAgentInput, RunWriter, create_app
+from aguikit.server import http as server_http
+from aguikit.server.eventlog import EventLog, EventLogFull, MemoryEventLog, parse_id
+from aguikit.server.faults import FaultyLog
+from aguikit.transport.sse import iter_frames
+
+ROOT = Path(__file__).resolve().parent.parent
+BODY = {"threadId": "t1", "runId": "r1", "messages": []}
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    with redis_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["memory", "redis"])
+def make_log(request: pytest.FixtureRequest) -> Callable[[], EventLog]:
+    """A fresh log of each kind (Redis: a real server, a prefix of the test's own)."""
+    if request.param == "memory":
+        return MemoryEventLog
+    url = request.getfixturevalue("redis_url")
+    from aguikit.server.redis_log import RedisEventLog
+
+    prefix = f"faults{time.monotonic_ns()}:"
+    return lambda: RedisEventLog.from_url(url, prefix=prefix)
+
+
+def _logged(log: EventLog, run_id: str = "r1") -> list[dict[str, Any]]:
+    """What a reader resuming from the start reads, in a loop of its own."""
+
+    async def read() -> list[dict[str, Any]]:
+        return [wire for _, wire in await log.read(run_id)]
+
+    return asyncio.run(read())
+
+
+def _ending(url: str, run_id: str = "r1") -> list[dict[str, Any]]:
+    """The run read from its first event over HTTP (``Last-Event-ID: 0``)."""
+    answer = httpx.post(
+        url + "/", json={**BODY, "runId": run_id}, headers={"Last-Event-ID": "0"}, timeout=30
+    )
+    assert 200 == answer.status_code, answer.text
+    return [json.loads(frame.data) for frame in iter_frames([answer.content])]
+
+
+# -- item 1: a lost cancellation never hangs a request -------------------------------------
+
+
+def test_a_follower_that_loses_its_cancellation_does_not_keep_the_run_alive(
+    make_log: Callable[[], EventLog],
+) -> None:
+    """The follower of the starting connection hangs at its 2nd event and swallows the
+    cancellation the response sends when the client leaves: the response still ends
+    (bounded), the run is told its reader left, the zombie is cancelled again, and with
+    nobody reading the run is stopped one grace window later, with the cancelled outcome
+    every resumer reads.  (On the code issue 29 was filed on, the response waited for
+    the follower for ever: the handler was never cancelled.)"""
+    inner = make_log()
+    faulty = FaultyLog(inner).lose_cancellation("follow", after=1)
+    endless = Endless()
+    with serve_asgi(create_app(endless, event_log=faulty, resume_grace=0.5)) as url:
+        read_then_hang_up(url + "/", BODY)  # its follower hangs at event 2 meanwhile
+        assert [("lose", "follow", 1)] == faulty.fired
+        assert endless.cancelled.wait(20)
+        time.sleep(0.3)
+        events = _ending(url)
+    assert 1 == faulty.lost
+    assert ["TEXT_MESSAGE_END", "RUN_FINISHED"] == [e["type"] for e in events[-2:]]
+    assert {"type": "cancelled"} == events[-1]["outcome"]
+
+
+def test_uvicorn_exits_on_sigterm_within_5s_with_runs_in_flight() -> None:
+    """A worker with a run being read, a run whose follower lost its cancellation and a
+    run nobody reads any more exits within 5 s of SIGTERM (with uvicorn's
+    ``--timeout-graceful-shutdown``, as docs/resume.md says): no task holds it."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "AGUIKIT_TEST_LOG": "memory",
+        "AGUIKIT_TEST_HANDLER": "endless",
+        "AGUIKIT_TEST_GRACE": "30",
+        "AGUIKIT_TEST_LOSE_CANCELLATION": "1",
+        "PYTHONPATH": os.pathsep.join([str(Path(aguikit.__file__).parent.parent), str(ROOT)]),
+    }
+    env.pop("AGUIKIT_TEST_REDIS", None)
+    command = [sys.executable, "-m", "uvicorn", "tests.resume_app:app", "--port", str(port)]
+    command += ["--log-level", "warning", "--timeout-graceful-shutdown", "1"]
+    process = subprocess.Popen(command, cwd=ROOT, env=env)
+    try:
+        wait_listening(port, process, "a uvicorn worker")
+        url = f"http://127.0.0.1:{port}/agent"
+        read_then_hang_up(url, {**BODY, "runId": "lost"})  # its follower hangs at event 2
+        read_then_hang_up(url, {**BODY, "runId": "left"})
+        reading = httpx.stream("POST", url, json={**BODY, "runId": "read"}, timeout=30)
+        with reading as response:
+            next(response.iter_bytes())
+            time.sleep(0.5)
+            began = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            code = process.wait(timeout=15)
+            took = time.monotonic() - began
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+    assert code in (0, -signal.SIGTERM)  # uvicorn re-raises the signal once it has shut down
+    assert took < 5, took
+
+
+# -- item 8: a client that never reads ------------------------------------------------------
+
+
+def _never_reading_client(port: int, body: dict[str, Any]) -> socket.socket:
+    """Send a run request and never read a byte of the answer (a tiny receive buffer, so
+    the server's sends block soon)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    payload = json.dumps(body).encode()
+    sock.sendall(
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        + f"Content-Length: {len(payload)}\r\n\r\n".encode()
+        + payload
+    )
+    return sock
+
+
+class _Flood:
+    """A handler writing 16 KiB deltas, a millisecond apart, until it is cancelled."""
+
+    def __init__(self) -> None:
+        self.cancelled = threading.Event()
+        self.runs: list[RunWriter] = []
+
+    async def __call__(self, run_input: RunAgentInput, run: RunWriter) -> None:
+        self.runs.append(run)
+        try:
+            async with run.text_message() as message:
+                while True:
+                    await message.write("x" * 16384)
+                    await asyncio.sleep(0.001)
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+
+
+@pytest.mark.parametrize("logged", [False, True], ids=["bound", "logged"])
+def test_a_client_that_never_reads_is_treated_as_gone_after_the_send_timeout(
+    logged: bool,
+) -> None:
+    """Its sends block once the socket buffers are full; past ``send_timeout`` the
+    endpoint treats it as gone: the handler is cancelled (with a log, one grace window
+    later), never held for ever by a connection that takes nothing."""
+    flood = _Flood()
+    options: dict[str, Any] = {"send_timeout": 0.5, "resume_grace": 0.3}
+    options["event_log"] = MemoryEventLog() if logged else None
+    with serve_asgi(create_app(flood, **options)) as url:
+        port = int(url.rsplit(":", 1)[1])
+        sock = _never_reading_client(port, BODY)
+        try:
+            assert flood.cancelled.wait(20)
+        finally:
+            sock.close()
+    assert flood.runs[0].ended
+
+
+# -- item 7: the memory log -------------------------------------------------------------------
+
+
+def test_the_memory_log_never_expires_a_running_run_and_ttl_counts_from_its_end() -> None:
+    """A run quiet for longer than ``ttl`` is still there and its id cannot be claimed
+    again (ids never restart at 1); once it ended, it expires ``ttl`` later."""
+
+    async def scenario() -> None:
+        log = MemoryEventLog(ttl=0.05)
+        assert await log.claim("r1")
+        await log.append("r1", {"type": "RUN_STARTED", "threadId": "t", "runId": "r1"})
+        await asyncio.sleep(0.15)  # three ttls of silence: a slow tool call
+        assert not await log.claim("r1")
+        assert await log.resumable("r1", "0")
+        assert "2" == await log.append("r1", {"type": "STEP_STARTED", "stepName": "s"})
+        await log.end("r1")
+        assert not await log.claim("r1")
+        await asyncio.sleep(0.15)
+        assert not await log.resumable("r1", "0")
+        assert await log.claim("r1")
+
+    asyncio.run(scenario())
+
+
+def test_the_memory_log_is_bounded_in_total_evicting_ended_runs_first() -> None:
+    """Past ``max_total_events``: an ended run is evicted for a new one; with only
+    running runs left, a claim and a non-terminal append raise :class:`EventLogFull`
+    (``AGUI-E024``), and a terminal event is still logged."""
+
+    async def scenario() -> None:
+        log = MemoryEventLog(max_total_events=4)
+        for run_id in ("a", "b"):
+            assert await log.claim(run_id)
+            await log.append(run_id, {"type": "RUN_STARTED", "threadId": "t", "runId": run_id})
+            await log.append(run_id, {"type": "STEP_STARTED", "stepName": "s"})
+        await log.end("a")
+        assert await log.claim("c")  # "a" ended: evicted for it
+        assert [] == await log.read("a")
+        await log.append("c", {"type": "RUN_STARTED", "threadId": "t", "runId": "c"})
+        await log.append("c", {"type": "STEP_STARTED", "stepName": "s"})
+        with pytest.raises(EventLogFull) as full:
+            await log.claim("d")
+        assert "AGUI-E024" == full.value.rule
+        with pytest.raises(EventLogFull):
+            await log.append("b", {"type": "STEP_FINISHED", "stepName": "s"})
+        assert "3" == await log.append("b", {"type": "RUN_ERROR", "message": "full"})
+        assert 5 == log.total_events
+
+    asyncio.run(scenario())
+
+
+def _filled(max_total_events: int, events: int) -> MemoryEventLog:
+    """A memory log holding ``events`` of a run still running (``busy``)."""
+    log = MemoryEventLog(max_total_events=max_total_events)
+
+    async def fill() -> None:
+        await log.claim("busy")
+        for n in range(events):
+            await log.append("busy", {"type": "CUSTOM", "name": "n", "value": n})
+
+    asyncio.run(fill())
+    return log
+
+
+def test_a_full_log_refuses_a_new_run_with_503_and_ends_a_growing_one_with_agui_e024() -> None:
+    """Over HTTP: the run that fills the log ends with ``RUN_ERROR`` ``AGUI-E024`` (its
+    handler told at its ``emit``), and a new run on a log full of running runs is
+    refused ``503`` with a problem document naming the code."""
+    endless = Endless()
+    with (
+        serve_asgi(create_app(endless, event_log=_filled(50, 48))) as url,
+        httpx.stream("POST", url + "/", json=BODY, timeout=30) as answer,
+    ):
+        frames = list(iter_frames(answer.iter_bytes()))
+    with serve_asgi(create_app(Endless(), event_log=_filled(50, 50))) as url:
+        refused = httpx.post(url + "/", json=BODY)
+    events = [json.loads(frame.data) for frame in frames]
+    assert ["RUN_STARTED", "TEXT_MESSAGE_START", "RUN_ERROR"] == [e["type"] for e in events]
+    assert "AGUI-E024" == events[-1]["code"]
+    assert 503 == refused.status_code
+    assert "application/problem+json" == refused.headers["content-type"]
+    assert "AGUI-E024" == refused.json()["code"]
+
+
+# -- item 9: a follower's wake-up costs what it delivers ---------------------------------------
+
+
+def test_following_the_end_of_a_long_run_costs_what_a_short_run_costs() -> None:
+    """Delivering 2,000 events live to 5 followers of a run that already holds 60,000
+    costs about what it costs on a fresh run (a ratio in one process, never a time): a
+    wake-up reads the new events by index.  (The code issue 29 was filed on copied and
+    scanned the whole retained run at each wake-up: about 30 times slower here.)"""
+
+    async def live(prefill: int) -> float:
+        log = MemoryEventLog()
+        await log.claim("r")
+        for n in range(prefill):
+            await log.append("r", {"type": "CUSTOM", "name": "n", "value": n})
+        after = str(prefill)
+
+        async def follower() -> int:
+            count = 0
+            async for _ in log.follow("r", after):
+                count += 1
+            return count
+
+        tasks = [asyncio.ensure_future(follower()) for _ in range(5)]
+        await asyncio.sleep(0)
+        began = time.perf_counter()
+        for n in range(2000):
+            await log.append("r", {"type": "CUSTOM", "name": "n", "value": n})
+            await asyncio.sleep(0)  # every follower wakes for every event
+        await log.end("r")
+        assert [2000] * 5 == await asyncio.gather(*tasks)
+        return time.perf_counter() - began
+
+    async def measure() -> tuple[float, float]:
+        return min([await live(0) for _ in range(3)]), min([await live(60_000) for _ in range(3)])
+
+    fresh, long = asyncio.run(measure())
+    assert long < 3 * fresh, (fresh, long)
+
+
+def test_a_late_join_with_a_prelude_over_a_long_run_leaves_the_loop_free() -> None:
+    """Restating a 60,000-event run (about 0.4 s of folding) happens off the event loop: a
+    ticker on the loop keeps ticking meanwhile.  (Folded on the loop, as on the code
+    issue 29 was filed on, it could not tick once: the loop was held throughout.)"""
+    from aguikit.server.prelude import prelude
+
+    async def scenario() -> tuple[int, list[dict[str, Any]] | None]:
+        log = MemoryEventLog()
+        await log.append("r", {"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
+        await log.append("r", {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"})
+        for n in range(60_000):
+            await log.append(
+                "r", {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": f"{n} "}
+            )
+        ticks = 0
+        done = False
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not done:
+                await asyncio.sleep(0.002)
+                ticks += 1
+
+        ticking = asyncio.ensure_future(ticker())
+        await asyncio.sleep(0.02)
+        before = ticks
+        start = await prelude(log, "r")
+        during = ticks - before
+        done = True
+        await ticking
+        return during, None if start is None else start[0]
+
+    during, events = asyncio.run(scenario())
+    assert events is not None and "MESSAGES_SNAPSHOT" in [e["type"] for e in events]
+    assert during >= 5, during
+
+
+# -- item 10: never a 500 -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("last", ["²", "¹", "1³", "1" * 4301, "-1", "1e3"])
+def test_a_hostile_last_event_id_is_a_410_problem_document(last: str) -> None:
+    """Digits Python's ``isdigit`` admits but ``int`` refuses, and more digits than
+    ``int`` reads, are ids this server never issued: ``410``, never a 500."""
+    assert parse_id(last) is None
+    with serve_asgi(create_app(Endless(), event_log=MemoryEventLog())) as url:
+        answer = httpx.post(
+            url + "/",
+            json={**BODY, "runId": "nobody"},
+            headers={"Last-Event-ID": last.encode("latin-1")},  # what the server reads,
+        )
+    assert 410 == answer.status_code
+    assert "application/problem+json" == answer.headers["content-type"]
+
+
+@pytest.mark.parametrize("resume", [False, True], ids=["409-path", "410-path"])
+def test_a_lone_surrogate_in_the_run_id_is_a_422_problem_document(resume: bool) -> None:
+    """On the claim (409) path and the resume (410) path alike."""
+    body = b'{"threadId": "t1", "runId": "r\\ud800", "messages": []}'
+    headers = {"Content-Type": "application/json"}
+    if resume:
+        headers["Last-Event-ID"] = "1"
+    with serve_asgi(create_app(Endless(), event_log=MemoryEventLog())) as url:
+        answer = httpx.post(url + "/", content=body, headers=headers)
+    assert 422 == answer.status_code
+    assert "/runId" == answer.json()["issues"][0]["pointer"]
+
+
+def test_an_unwritable_event_is_refused_at_its_emit_and_the_logged_run_stays_readable(
+    make_log: Callable[[], EventLog],
+) -> None:
+    """A lone surrogate in an emitted event: the handler is told at its ``emit`` (a
+    :class:`WireFormatError` naming the pointer and ``AGUI-E025``), the event is never
+    logged, and every reader, the first and a resumer, gets the run's ``RUN_ERROR``
+    carrying ``AGUI-E025``.  (Before, the log took it and every reader's stream ended
+    there, with no terminal event and the handler never told.)"""
+    told: list[WireFormatError] = []
+
+    async def handler(run_input: RunAgentInput, run: RunWriter) -> None:
+        await run.say("before")
+        try:
+            await run.emit({"type": "CUSTOM", "name": "bad\ud800", "value": 1})
+        except WireFormatError as error:
+            told.append(error)
+            raise
+
+    with serve_asgi(create_app(handler, event_log=make_log())) as url:
+        first = httpx.post(url + "/", json=BODY, timeout=30)
+        again = _ending(url)
+    events = [json.loads(frame.data) for frame in iter_frames([first.content])]
+    assert events == again
+    assert {"type": "RUN_ERROR", "code": "AGUI-E025"} == {
+        k: events[-1][k] for k in ("type", "code")
+    }
+    assert "/name" == told[0].pointer
+    assert "AGUI-E025" == told[0].rule
+
+
+# -- the fault wrapper over both logs ------------------------------------------------------------
+
+
+def test_a_failed_append_fails_the_run_loudly_on_both_logs(
+    make_log: Callable[[], EventLog],
+) -> None:
+    """The 4th append fails (the log's connection broke): the handler is told at its
+    ``emit``, the run ends with ``RUN_ERROR`` in the log, and a resumer reads every event
+    up to it with no hole."""
+    seen: list[BaseException] = []
+
+    async def handler(run_input: RunAgentInput, run: RunWriter) -> None:
+        try:
+            for word in range(10):
+                await run.emit({"type": "CUSTOM", "name": "word", "value": word})
+        except ConnectionError as error:
+            seen.append(error)
+            raise
+
+    faulty = FaultyLog(make_log()).fail("append", after=3)
+    with serve_asgi(create_app(handler, event_log=faulty)) as url:
+        httpx.post(url + "/", json=BODY, timeout=30)
+        events = _ending(url)
+    assert [("fail", "append", 3)] == faulty.fired
+    assert 1 == len(seen)
+    assert ["RUN_STARTED", "CUSTOM", "CUSTOM", "RUN_ERROR"] == [e["type"] for e in events]
+    assert "AGUI-E020" == events[-1]["code"]
+
+
+def test_a_dropped_log_connection_ends_the_stream_and_a_resume_gets_the_rest(
+    make_log: Callable[[], EventLog],
+) -> None:
+    """A follower whose log connection drops ends its answer (no terminal event: the
+    client sees a cut), and the client's resume from its last id reads the rest."""
+
+    async def handler(run_input: RunAgentInput, run: RunWriter) -> None:
+        for word in range(20):
+            await run.emit({"type": "CUSTOM", "name": "word", "value": word})
+
+    faulty = FaultyLog(make_log()).drop_connection(after=5)
+    with serve_asgi(create_app(handler, event_log=faulty)) as url:
+        cut = httpx.post(url + "/", json=BODY, timeout=30)
+        frames = list(iter_frames([cut.content]))
+        time.sleep(0.2)
+        rest = httpx.post(
+            url + "/", json=BODY, headers={"Last-Event-ID": frames[-1].id or ""}, timeout=30
+        )
+    later = list(iter_frames([rest.content]))
+    assert 5 == len(frames)
+    assert [str(n) for n in range(1, 23)] == [f.id for f in frames + later]
+    assert "RUN_FINISHED" == json.loads(later[-1].data)["type"]
+
+
+def test_a_failing_heartbeat_does_not_cancel_a_run_that_is_read(
+    make_log: Callable[[], EventLog],
+) -> None:
+    """The grace watch's looks at the readers fail three times in a row: the run is
+    neither cancelled under its reader nor left going on once that reader leaves."""
+    endless = Endless()
+    faulty = FaultyLog(make_log()).fail("readers", times=3)
+    with serve_asgi(create_app(endless, event_log=faulty, resume_grace=0.3)) as url:
+        last = read_then_hang_up(url + "/", BODY)
+        read_then_hang_up(url + "/", BODY, last, seconds=2.0)
+        assert not endless.cancelled.is_set()
+        assert endless.cancelled.wait(20)
+    assert 3 == len([f for f in faulty.fired if f[0] == "fail"])
+
+
+def test_a_stalled_or_failing_log_is_a_503_never_a_hang_or_a_500(
+    make_log: Callable[[], EventLog], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim that does not answer within the log timeout, and a resumability check that
+    raises (Redis down), are answered ``503`` with ``Retry-After``."""
+    monkeypatch.setattr(server_http, "LOG_TIMEOUT", 0.5)
+    faulty = FaultyLog(make_log()).stall("claim", 5.0).fail("resumable")
+    with serve_asgi(create_app(Endless(), event_log=faulty)) as url:
+        began = time.monotonic()
+        stalled = httpx.post(url + "/", json=BODY, timeout=30)
+        took = time.monotonic() - began
+        failed = httpx.post(url + "/", json=BODY, headers={"Last-Event-ID": "1"}, timeout=30)
+    assert (503, 503) == (stalled.status_code, failed.status_code)
+    assert took < 4
+    assert "5" == failed.headers["retry-after"]
+
+
+def test_the_fault_wrapper_refuses_an_operation_the_log_does_not_have() -> None:
+    """A misspelt operation is a plan that could never fire: refused when planned."""
+    with pytest.raises(ValueError, match="no log operation 'apend'"):
+        FaultyLog(MemoryEventLog()).fail("apend")  # type: ignore[arg-type]
+
+
+def test_a_run_nobody_follows_waits_for_a_reader_instead_of_filling_the_log() -> None:
+    """Once its connection is gone and no reader follows, a run goes at most
+    ``queue_size`` events further, then waits for a reader or the end of its grace; a
+    reconnect sets it going again.  (Before, it ran at full speed into the log all through
+    its grace window: 200 silent clients of a fast handler took a worker to 3.5 GB.)"""
+    endless = Endless()
+    with serve_asgi(create_app(endless, event_log=MemoryEventLog(), queue_size=8, resume_grace=4.0)) as url:
+        last = read_then_hang_up(url + "/", BODY)
+        time.sleep(2.0)  # 400 events' worth of the handler's pace
+        waiting = endless.count
+        time.sleep(0.5)
+        assert waiting == endless.count  # it waits
+        read_then_hang_up(url + "/", BODY, last, seconds=1.5)
+        resumed = endless.count
+        assert endless.cancelled.wait(20)
+    assert waiting < int(last) + 100  # two windows and what was in flight, not 400
+    assert resumed > waiting + 50  # the reconnect set it going
