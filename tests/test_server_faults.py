@@ -516,7 +516,9 @@ def test_a_run_nobody_follows_waits_for_a_reader_instead_of_filling_the_log() ->
     reconnect sets it going again.  (Before, it ran at full speed into the log all through
     its grace window: 200 silent clients of a fast handler took a worker to 3.5 GB.)"""
     endless = Endless()
-    with serve_asgi(create_app(endless, event_log=MemoryEventLog(), queue_size=8, resume_grace=4.0)) as url:
+    with serve_asgi(
+        create_app(endless, event_log=MemoryEventLog(), queue_size=8, resume_grace=4.0)
+    ) as url:
         last = read_then_hang_up(url + "/", BODY)
         time.sleep(2.0)  # 400 events' worth of the handler's pace
         waiting = endless.count
