@@ -194,9 +194,8 @@ def test_the_official_typescript_client_rejects_it_too() -> None:
     assert "No active tool call found with ID 'call-a'" in out["runs"][0]["error"]
 
 
-def test_state_from_the_ui_and_a_snapshot_from_a_tool() -> None:
-    """StateDeps receives the UI's state; a tool's StateSnapshotEvent reaches the UI."""
-
+def _todo_app() -> Starlette:
+    """An agent whose tool adds a todo to the UI's state and sends the state back."""
     model = _call_then_text("add_todo", '{"item": "milk"}', "call-1", "Added.")
 
     agent: Agent[StateDeps[Todos], str] = Agent(model, deps_type=StateDeps[Todos])
@@ -207,8 +206,12 @@ def test_state_from_the_ui_and_a_snapshot_from_a_tool() -> None:
         snapshot = StateSnapshotEvent(snapshot=ctx.deps.state.model_dump())
         return ToolReturn(return_value="added", metadata=[snapshot])
 
-    app = _app(agent, deps=StateDeps(Todos()))
-    result = AgentTestClient(app).run("add milk", state={"items": ["eggs"]})
+    return _app(agent, deps=StateDeps(Todos()))
+
+
+def test_state_from_the_ui_and_a_snapshot_from_a_tool() -> None:
+    """StateDeps receives the UI's state; a tool's StateSnapshotEvent reaches the UI."""
+    result = AgentTestClient(_todo_app()).run("add milk", state={"items": ["eggs"]})
 
     assert {"items": ["eggs", "milk"]} == result.state
 
@@ -226,3 +229,34 @@ def test_a_model_error_ends_the_run_with_run_error() -> None:
 
     assert "error" == result.outcome.kind
     assert "model unavailable" in (result.outcome.message or "")
+
+
+def test_the_official_client_through_aguikit_proxy_ends_as_it_does_directly() -> None:
+    """``aguikit proxy`` between HttpAgent and the adapter (a tool call, its result, then
+    text; state from the UI and a snapshot from the tool): the same messages and state as
+    talking directly, ids aside (the adapter mints them per run), and the proxy judged
+    every event as it passed."""
+    import io
+
+    from aguikit.proxy import ProxyApp
+
+    user = {"id": "u1", "role": "user", "content": "add milk"}
+    script = {"threadId": "t1", "messages": [user], "state": {"items": ["eggs"]}}
+    with serve_asgi(_todo_app()) as url:
+        direct = run_http_agent(url + "/", script)
+    out = io.StringIO()
+    with serve_asgi(_todo_app()) as url:
+        proxy = ProxyApp(url + "/", out=out)
+        with serve_asgi(proxy, lifespan="on", server_header=False, date_header=False) as front:
+            proxied = run_http_agent(front + "/", script)
+
+    def without_ids(outcome: dict[str, Any]) -> dict[str, Any]:
+        messages = [
+            {k: v for k, v in m.items() if k not in ("id", "toolCallId", "toolCalls")}
+            for m in outcome["messages"]
+        ]
+        return {**outcome, "messages": messages}
+
+    assert without_ids(direct) == without_ids(proxied)
+    assert {"items": ["eggs", "milk"]} == proxied["state"]
+    assert re.search(r"aguikit proxy: 1 exchanges, \d+ events", out.getvalue()), out.getvalue()

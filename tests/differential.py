@@ -242,6 +242,8 @@ class _Lane:
         self.reasoning: list[str] = []
         self.steps: list[str] = []
         self.activities: list[str] = []
+        self.nested = False
+        self.streaming: str | None = None
 
     def script(self) -> Iterator[Wire]:
         rng = self.rng
@@ -308,6 +310,18 @@ class _Lane:
 
     # -- explicit items -------------------------------------------------------------------
 
+    def between(self, family: str) -> Iterator[Wire]:
+        """What an open explicit item may have between its events: a standalone event, or
+        a whole chunk item of another family in the same lane ("a tool call MAY open while
+        a message is still streaming"), whose stream the item's next event then closes."""
+        roll = self.rng.random()
+        if roll < 0.3:
+            yield from self.standalone()
+        elif roll < 0.45 and not self.nested:
+            self.nested = True
+            yield from self.chunk_item(self.rng.choice([f for f in FAMILIES if f != family]))
+            self.nested = False
+
     def explicit_item(self, family: str) -> Iterator[Wire]:
         rng = self.rng
         name = self.name
@@ -315,8 +329,7 @@ class _Lane:
         if family == "text":
             yield _tagged({"type": "TEXT_MESSAGE_START", "messageId": entity}, name)
             for _ in range(rng.randint(0, 2)):
-                if rng.random() < 0.4:
-                    yield from self.standalone()
+                yield from self.between(family)
                 yield _tagged(
                     {"type": "TEXT_MESSAGE_CONTENT", "messageId": entity, "delta": "x"}, name
                 )
@@ -324,12 +337,13 @@ class _Lane:
         elif family == "tool":
             start = {"type": "TOOL_CALL_START", "toolCallId": entity, "toolCallName": "lookup"}
             yield _tagged(start, name)
+            self.streaming = entity  # re-opened: no result answers it until it ends again
             for _ in range(rng.randint(0, 2)):
-                if rng.random() < 0.4:
-                    yield from self.standalone()
+                yield from self.between(family)
                 args = {"type": "TOOL_CALL_ARGS", "toolCallId": entity}
                 yield _tagged({**args, "delta": self.run.ids.args(entity)}, name)
             yield _tagged({"type": "TOOL_CALL_END", "toolCallId": entity}, name)
+            self.streaming = None
             self.calls.append(entity)  # answerable (and encryptable) once it has ended
         else:
             span = rng.random() < 0.5
@@ -339,8 +353,7 @@ class _Lane:
             yield _tagged(start, name)
             self.reasoning.append(entity)
             for _ in range(rng.randint(0, 2)):
-                if rng.random() < 0.4:
-                    yield from self.standalone()
+                yield from self.between(family)
                 content = {"type": "REASONING_MESSAGE_CONTENT", "messageId": entity, "delta": "h"}
                 yield _tagged(content, name)
             yield _tagged({"type": "REASONING_MESSAGE_END", "messageId": entity}, name)
@@ -407,9 +420,10 @@ class _Lane:
                 self.steps.append(step)
                 yield _tagged({"type": "STEP_STARTED", "stepName": step}, name)
         elif kind == "TOOL_CALL_RESULT":
-            if not self.calls:
+            answerable = [call for call in self.calls if call != self.streaming]
+            if not answerable:
                 return
-            call = rng.choice(self.calls)
+            call = rng.choice(answerable)
             result = {"messageId": ids.fresh("tm"), "toolCallId": call, "content": "ok"}
             yield _tagged({"type": kind, **result}, name)
         elif kind == "SUBAGENT" and self.name is None:
@@ -529,8 +543,13 @@ def _mix_spellings(rng: random.Random, events: list[Wire]) -> bool:
         explicit: Wire = {"type": rng.choice((closer, content)), ID_MEMBER[family]: entity}
         if explicit["type"] == content:
             explicit["delta"] = "z"
-        if "subagentRunId" in chunk:
-            explicit["subagentRunId"] = chunk["subagentRunId"]
+        # Mostly in the chunk's own lane; sometimes in another (the shorthand ends anyway).
+        lanes = sorted({e["subagentRunId"] for e in events if e.get("subagentRunId")})
+        tag = chunk.get("subagentRunId")
+        if rng.random() < 0.3:
+            tag = rng.choice([None, *lanes])
+        if tag is not None:
+            explicit["subagentRunId"] = tag
         events.insert(at + 1, explicit)
         return True
     if not starts:

@@ -46,14 +46,22 @@ def require_node() -> str:
     return node
 
 
-def run_http_agent(url: str, script: dict[str, Any]) -> dict[str, Any]:
-    """Run ``HttpAgent`` against ``url`` (see ``tests/node/run_http_agent.mjs``)."""
-    return run_node_script("run_http_agent.mjs", url, script)
+def run_http_agent(url: str, script: dict[str, Any], *, crash_ok: bool = False) -> dict[str, Any]:
+    """
+    Run ``HttpAgent`` against ``url`` (see ``tests/node/run_http_agent.mjs``).
+
+    With ``crash_ok``, a Node process that dies (an error the client throws outside the
+    run's promise, as on a cut connection) is an outcome, not a test failure:
+    ``{"crashed": <the first line of its stderr>}``.
+    """
+    return run_node_script("run_http_agent.mjs", url, script, crash_ok=crash_ok)
 
 
-def run_node_script(name: str, url: str, script: dict[str, Any]) -> dict[str, Any]:
+def run_node_script(
+    name: str, url: str, script: dict[str, Any], *, crash_ok: bool = False
+) -> dict[str, Any]:
     """Run ``tests/node/<name>`` with ``url`` and ``script`` (JSON); the JSON of its last
-    line of output."""
+    line of output (``crash_ok``: as for :func:`run_http_agent`)."""
     node = require_node()
     done = subprocess.run(
         [node, str(NODE_DIR / name), url, json.dumps(script)],
@@ -61,7 +69,9 @@ def run_node_script(name: str, url: str, script: dict[str, Any]) -> dict[str, An
         capture_output=True,
         text=True,
         timeout=120,
-        check=True,
+        check=not crash_ok,
     )
+    if done.returncode:
+        return {"crashed": (done.stderr.strip().splitlines() or [""])[0]}
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result

@@ -143,10 +143,11 @@ def serve() -> Iterator[RecordingServer]:
 
 
 @contextlib.contextmanager
-def serve_asgi(app: Any) -> Iterator[str]:
+def serve_asgi(app: Any, **settings: Any) -> Iterator[str]:
     """
     Run an ASGI app with a real uvicorn server on a free loopback port for the duration of
-    the block; yields the base URL (``http://127.0.0.1:PORT``).
+    the block; yields the base URL (``http://127.0.0.1:PORT``).  ``settings`` replace
+    uvicorn's (``lifespan="on"``, ``server_header=False``...).
     """
     import asyncio
 
@@ -156,7 +157,13 @@ def serve_asgi(app: Any) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+    options: dict[str, Any] = {
+        "log_level": "warning",
+        "lifespan": "off",
+        "timeout_graceful_shutdown": 2,
+        **settings,
+    }
+    config = uvicorn.Config(app, **options)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
     thread.start()

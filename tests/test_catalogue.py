@@ -28,6 +28,7 @@ from aguikit.checker import check_bytes
 from aguikit.chunks import normalize_all
 from aguikit.cli import main
 from aguikit.client import prepare_input
+from aguikit.conversation import check_exchanges, exchanges_of_example, read_har
 from aguikit.errors import (
     AguiError,
     ContentTypeError,
@@ -207,6 +208,13 @@ def _triggered(rule: Rule) -> set[str]:
         else:
             data, name = b"".join(encode_line(d).encode() for d in rule.example), "example.jsonl"
         seen |= {finding.rule for finding in check_bytes(data, name).findings}
+    elif rule.stage is Stage.CONVERSATION:
+        if rule.example_bytes is not None:
+            recording = read_har("example.har", data=rule.example_bytes)
+            seen |= {recording.cut.rule} if recording.cut and recording.cut.rule else set()
+        else:
+            report = check_exchanges(exchanges_of_example(rule.example), "example.har")
+            seen |= {finding.rule for finding in report.findings}
     elif rule.stage is Stage.RECEIVER:
         session = Session()
         try:
@@ -240,7 +248,7 @@ def test_every_error_class_that_reports_a_rule_names_a_row() -> None:
 
 def test_ids_are_stable_in_form_and_symbols_are_kebab_case() -> None:
     """``AGUI-`` + a stage letter + three digits; symbols are what people grep for."""
-    assert [] == [r.id for r in RULES if not re.fullmatch(r"AGUI-[CDEKLPSTVW]\d{3}", r.id)]
+    assert [] == [r.id for r in RULES if not re.fullmatch(r"AGUI-[CDEKLNPRSTVW]\d{3}", r.id)]
     assert [] == [r.symbol for r in RULES if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", r.symbol)]
     assert len(RULES) == len(RULES_BY_ID) == len(catalogue.RULES_BY_SYMBOL)
 

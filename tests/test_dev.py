@@ -47,6 +47,7 @@ def _noxfile(monkeypatch: pytest.MonkeyPatch) -> Any:
         return lambda function: function
 
     fake.session = session  # type: ignore[attr-defined]
+    fake.parametrize = lambda *args, **kwargs: lambda function: function  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "nox", fake)
     spec = importlib.util.spec_from_file_location("aguikit_noxfile", REPO / "noxfile.py")
     assert spec is not None and spec.loader is not None
@@ -104,12 +105,16 @@ class _Builder(_Recorder):
 def test_the_compiled_tests_session_hands_its_arguments_to_pytest(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Built, installed and checked compiled without them, then pytest with them."""
+    """Built, installed and checked compiled without them, then pytest with them (after the
+    modules the compiled build cannot change, left out)."""
     session = _Builder(["-k", "foo"], tmp_path)
+    noxfile = _noxfile(monkeypatch)
 
-    _noxfile(monkeypatch).tests_compiled(session)
+    noxfile.tests_compiled(session)
 
-    assert ("pytest", "-k", "foo") == session.runs[-1]
+    ignored = tuple(f"--ignore={path}" for path in noxfile.UNCOMPILED_TESTS)
+    assert ("pytest", *ignored, "-k", "foo") == session.runs[-1]
+    assert all((REPO / path).is_file() for path in noxfile.UNCOMPILED_TESTS)
     assert [] == [run for run in session.runs[:-1] if "-k" in run or "foo" in run]
     assert [("-m", "build"), ("-c",)] == [
         run[1 : 3 if run[1] == "-m" else 2] for run in session.runs if run[0] == "python"

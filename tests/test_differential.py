@@ -29,6 +29,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -135,10 +136,15 @@ class Tally:
         return out
 
 
+CLIENT_WRONG: Final[dict[str, Callable[[diff.Case], bool]]] = {}
+"""The streams the specification says the client is wrong to reject, by the quoted sentence
+that says so (each also a section of ``docs/divergences-client.md``, and a catalogue warning
+``aguikit check`` gives on them): none is known."""
+
+
 def client_wrong(case: diff.Case) -> bool:
-    """Whether the specification says the client is wrong to reject ``case``: no such
-    stream is known (``docs/divergences-client.md``), so none is excused."""
-    return False
+    """Whether the specification says the client is wrong to reject ``case``."""
+    return any(applies(case) for applies in CLIENT_WRONG.values())
 
 
 @pytest.fixture(scope="module")
@@ -247,6 +253,15 @@ def test_the_check_command_says_what_its_in_process_pass_says(tally: Tally, tmp_
         ), f"stream {case.index}"
 
 
+def _verdicts(events: list[dict[str, Any]]) -> dict[str, diff.Verdict]:
+    """Each aguikit judge's verdict on one stream."""
+    return {
+        "session": diff.session_verdict(events),
+        "writer": diff.writer_verdicts([diff.Case(0, events)])[0],
+        "check": diff.check_verdict(events),
+    }
+
+
 ISSUE_STREAM: Final = [
     {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
     {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "delta": "Hello"},
@@ -261,13 +276,69 @@ is a first chunk without its messageId (basic/patterns/streaming.mdx)."""
 def test_the_issues_stream_is_rejected_by_the_client_and_by_every_judge() -> None:
     case = diff.Case(0, [dict(e) for e in ISSUE_STREAM])
     (client,) = diff.client_verdicts([case])
-    verdicts = {
-        "session": diff.session_verdict(case.events),
-        "writer": diff.writer_verdicts([case])[0],
-        "check": diff.check_verdict(case.events),
-    }
+    verdicts = _verdicts(case.events)
 
     assert "First TEXT_MESSAGE_CHUNK must have a messageId" == client.message
     assert dict.fromkeys(JUDGES, (False, 4)) == {
         judge: (v.accepted, v.event) for judge, v in verdicts.items()
     }, verdicts
+
+
+_RS: Final = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}
+_RF: Final = {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}
+
+
+def _start_across_lanes(chunk: dict[str, Any], start: dict[str, Any]) -> list[dict[str, Any]]:
+    """A chunk stream in subagent ``s1``'s lane, then an untagged explicit start and end
+    carrying its id."""
+    member = "toolCallId" if "toolCallId" in start else "messageId"
+    end = {"type": start["type"].replace("_START", "_END"), member: start[member]}
+    return [_RS, {**chunk, "subagentRunId": "s1"}, start, end, _RF]
+
+
+CROSS_LANE: Final = {
+    "tool-start": _start_across_lanes(
+        {"type": "TOOL_CALL_CHUNK", "toolCallId": "c1", "toolCallName": "f"},
+        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"},
+    ),
+    "text-start": _start_across_lanes(
+        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "delta": "a"},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m1"},
+    ),
+    "reasoning-start": _start_across_lanes(
+        {"type": "REASONING_MESSAGE_CHUNK", "messageId": "r1", "delta": "a"},
+        {"type": "REASONING_MESSAGE_START", "messageId": "r1", "role": "reasoning"},
+    ),
+    "tool-result": [
+        _RS,
+        {"type": "TOOL_CALL_CHUNK", "toolCallId": "c1", "toolCallName": "f", "subagentRunId": "s1"},
+        {"type": "TOOL_CALL_RESULT", "messageId": "tm1", "toolCallId": "c1", "content": "ok"},
+        {"type": "TOOL_CALL_CHUNK", "toolCallId": "c1", "toolCallName": "f", "delta": "{}"},
+        {"type": "CUSTOM", "name": "note", "value": 1, "subagentRunId": "s1"},
+        {"type": "TOOL_CALL_CHUNK", "toolCallId": "c1", "delta": " "},
+        _RF,
+    ],
+}
+"""The looser streams the 100,000-stream run found, minimal: a chunk stream of a subagent's
+lane met by an untagged explicit event carrying its id (docs/divergences-client.md, "Open")."""
+
+
+def test_the_client_rejects_each_cross_lane_stream() -> None:
+    cases = [diff.Case(i, list(events)) for i, events in enumerate(CROSS_LANE.values())]
+    messages = [verdict.message for verdict in diff.client_verdicts(cases)]
+
+    assert [
+        "Cannot send 'TOOL_CALL_START' event: A tool call with ID 'c1' is already in progress.",
+        "Cannot send 'TEXT_MESSAGE_START' event: A text message with ID 'm1' is already in "
+        "progress.",
+        "Cannot send 'REASONING_MESSAGE_START' event: A reasoning message with ID 'r1' is already "
+        "in progress.",
+        "First TOOL_CALL_CHUNK must have a toolCallName",
+    ] == [message.split(" Complete")[0] for message in messages]
+
+
+@pytest.mark.parametrize("name", list(CROSS_LANE))
+def test_a_cross_lane_explicit_event_is_rejected_as_the_client_rejects_it(name: str) -> None:
+    verdicts = _verdicts(CROSS_LANE[name])
+
+    assert dict.fromkeys(JUDGES, False) == {j: v.accepted for j, v in verdicts.items()}

@@ -78,11 +78,18 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.reference": 18,
     "aguikit.checker": 18,
     "aguikit.report": 18,
-    "aguikit.cli": 19,
-    "aguikit.__main__": 20,
+    # a thread of exchanges, judged by the check pass and the thread rules
+    "aguikit.conversation": 19,
+    # on the wire: forwarding, replaying and diagnosing live traffic, over the conversation
+    "aguikit.proxy": 20,
+    "aguikit.replay": 20,
+    "aguikit.doctor": 20,
+    "aguikit.cli": 20,
+    "aguikit.view": 20,
+    "aguikit.__main__": 21,
     # testing helpers judge through the check pass; the pytest plugin sits on them
-    "aguikit.testing": 20,
-    "aguikit.pytest_plugin": 21,
+    "aguikit.testing": 21,
+    "aguikit.pytest_plugin": 22,
 }
 """Every module and its floor; a module may import modules on its floor or below."""
 

@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.servers import Route, serve, serve_asgi
 
 from aguikit import _observe
+from aguikit.errors import SchemaValidationError
 from aguikit.models import TokenUsage
 from aguikit.otel import AguikitInstrumentor, Telemetry, usage_attributes
 from aguikit.server import RunWriter, create_app
@@ -390,6 +391,67 @@ def test_a_clients_trace_goes_through_the_server_and_back_into_run_started(sdk: 
     assert client_run.events == []  # text is an event only when capturing content
 
 
+def test_a_handler_that_sends_its_own_run_started_gets_the_trace_too(sdk: Sdk) -> None:
+    """An official-SDK-style generator yields its own ``RUN_STARTED`` (with metadata of
+    its own): the endpoint adds the run's trace beside it; a wire dict without metadata
+    and a typed event get it the same way through a writer."""
+    from ag_ui.core import (
+        RunFinishedEvent,
+        RunStartedEvent,
+        TextMessageContentEvent,
+        TextMessageEndEvent,
+        TextMessageStartEvent,
+    )
+
+    from aguikit import AgentClient
+    from aguikit.models import RunStartedEvent as TypedRunStarted
+
+    async def handler(run_input: Any) -> Any:
+        ids = {"thread_id": run_input.thread_id, "run_id": run_input.run_id}
+        yield RunStartedEvent(**ids, metadata={"app": {"tenant": "t-1"}})
+        yield TextMessageStartEvent(message_id="m", role="assistant")
+        yield TextMessageContentEvent(message_id="m", delta="Hi")
+        yield TextMessageEndEvent(message_id="m")
+        yield RunFinishedEvent(**ids)
+
+    app = create_app(handler, telemetry=sdk.telemetry(agent_name="sdk-style"))
+    with serve_asgi(app) as base:
+        updates = list(AgentClient(base + "/").run_sync(run_input("run-s")))
+
+    started = updates[0].event
+    assert started.type == "RUN_STARTED"
+    (server_run,) = from_sdk(sdk.exporter.get_finished_spans())
+    assert started.metadata["app"] == {"tenant": "t-1"}
+    assert started.metadata["aguikit.otel"]["spanId"] == format(server_run.span_id, "016x")
+    assert server_run.attributes["agui.run.outcome"] == "success"
+
+    async def by_hand(item: Any, run_id: str) -> Mapping[str, Any]:
+        async with RunWriter(run_input(run_id), telemetry=sdk.telemetry()) as run:
+            await run.emit(item)
+        return run.events[0]
+
+    wire = {"type": "RUN_STARTED", "threadId": THREAD, "runId": "run-w"}
+    typed = TypedRunStarted(thread_id=THREAD, run_id="run-x")
+    for item, run_id in ((wire, "run-w"), (typed, "run-x")):
+        sent = asyncio.run(by_hand(item, run_id))
+        span = next(
+            n
+            for n in from_sdk(sdk.exporter.get_finished_spans())
+            if n.attributes["agui.run.id"] == run_id
+        )
+        assert set(sent["metadata"]) == {"aguikit.otel"}
+        assert sent["metadata"]["aguikit.otel"]["spanId"] == format(span.span_id, "016x")
+    assert "metadata" not in wire  # the caller's dict is not changed
+
+    async def not_an_object() -> None:
+        async with RunWriter(run_input("run-y"), telemetry=sdk.telemetry()) as run:
+            with pytest.raises(SchemaValidationError) as refused:
+                await run.emit({**wire, "runId": "run-y", "metadata": "tenant t-1"})
+            assert refused.value.event_index == 0  # the schema's refusal, not a TypeError
+
+    asyncio.run(not_an_object())
+
+
 def test_an_agent_traces_a_frontend_tool_across_its_runs(sdk: Sdk) -> None:
     """:class:`aguikit.Agent`: the frontend tool's span (client side) ends when the next
     run carries its result, linked both ways."""
@@ -547,6 +609,80 @@ def test_usage_sums_only_what_every_entry_reports() -> None:
     assert usage_attributes(None) == usage_attributes([]) == {}
 
 
+def _token_points(sdk: Sdk) -> dict[tuple[tuple[str, Any], ...], tuple[int, int]]:
+    """``gen_ai.client.token.usage``'s points: attributes -> (count, sum)."""
+    data = sdk.reader.get_metrics_data()
+    found = {}
+    for resource in data.resource_metrics if data is not None else ():
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name == "gen_ai.client.token.usage":
+                    assert metric.unit == "{token}"
+                    for point in metric.data.data_points:
+                        key = tuple(sorted(dict(point.attributes or {}).items()))
+                        found[key] = (point.count, point.sum)
+    return found
+
+
+@pytest.mark.parametrize("tracing", [True, False], ids=["traced", "metrics-only"])
+def test_token_usage_is_a_histogram_by_type_provider_and_model(sdk: Sdk, tracing: bool) -> None:
+    """One point per usage entry and token type, from ``RUN_FINISHED`` and ``RUN_ERROR``;
+    a count an entry leaves out is no point (absent is not zero), a reported 0 is one;
+    the same with no tracer recording (the metrics-only path)."""
+    telemetry = sdk.telemetry(agent_name="travel")
+    if not tracing:
+        telemetry = Telemetry(
+            tracer_provider=trace.NoOpTracerProvider(),
+            meter_provider=sdk.meter_provider,
+            agent_name="travel",
+        )
+
+    async def produce() -> None:
+        async with RunWriter(run_input("run-u1"), telemetry=telemetry) as run:
+            await run.emit(
+                {
+                    "type": "RUN_FINISHED",
+                    "threadId": THREAD,
+                    "runId": "run-u1",
+                    "usage": [
+                        {
+                            "provider": "openai",
+                            "model": "gpt-a",
+                            "inputTokens": 100,
+                            "cachedInputTokens": 60,
+                            "outputTokens": 20,
+                        },
+                        {"provider": "anthropic", "inputTokens": 50},
+                    ],
+                }
+            )
+        async with RunWriter(run_input("run-u2"), telemetry=telemetry) as run:
+            await run.emit(
+                {"type": "RUN_ERROR", "message": "quota", "usage": [{"outputTokens": 0}]}
+            )
+        async with RunWriter(run_input("run-u3"), telemetry=telemetry) as run:
+            await run.say("no usage at all")
+
+    asyncio.run(produce())
+
+    common = (
+        ("agui.side", "server"),
+        ("gen_ai.agent.name", "travel"),
+        ("gen_ai.operation.name", "invoke_agent"),
+    )
+
+    def key(token_type: str, **more: str) -> tuple[tuple[str, Any], ...]:
+        return tuple(sorted((*common, ("gen_ai.token.type", token_type), *more.items())))
+
+    provider, model = "gen_ai.provider.name", "gen_ai.response.model"
+    assert _token_points(sdk) == {
+        key("input", **{provider: "openai", model: "gpt-a"}): (1, 100),
+        key("output", **{provider: "openai", model: "gpt-a"}): (1, 20),
+        key("input", **{provider: "anthropic"}): (1, 50),
+        key("output"): (1, 0),
+    }
+
+
 def test_a_run_error_carries_its_code_status_and_usage(sdk: Sdk) -> None:
     async def produce() -> None:
         async with RunWriter(run_input("run-e"), telemetry=sdk.telemetry()) as run:
@@ -586,18 +722,99 @@ def test_without_an_sdk_nothing_is_observed() -> None:
 
 
 def test_the_instrumentor_observes_every_run_until_uninstrumented(sdk: Sdk) -> None:
+    """A real ``BaseInstrumentor`` (``opentelemetry-instrumentation`` is a test
+    dependency): one instance, instrument() once until uninstrument(), and again after."""
+    from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
+
     instrumentor = AguikitInstrumentor()
-    instrumentor.instrument(tracer_provider=sdk.tracer_provider, meter_provider=sdk.meter_provider)
+    assert isinstance(instrumentor, BaseInstrumentor)
+    assert AguikitInstrumentor() is instrumentor
+    options = {"tracer_provider": sdk.tracer_provider, "meter_provider": sdk.meter_provider}
+    telemetry = instrumentor.instrument(**options)
     try:
+        assert isinstance(telemetry, Telemetry)
         assert instrumentor.is_instrumented_by_opentelemetry
+        assert _observe.installed() is telemetry
+        assert instrumentor.instrument(**options) is None  # already instrumented: unchanged
+        assert _observe.installed() is telemetry
         asyncio.run(first_run_plain("run-i1"))
     finally:
         instrumentor.uninstrument()
+    assert not instrumentor.is_instrumented_by_opentelemetry
     assert _observe.installed() is None
     asyncio.run(first_run_plain("run-i2"))
+    again = instrumentor.instrument(**options)
+    try:
+        assert isinstance(again, Telemetry)
+        assert again is not telemetry
+        asyncio.run(first_run_plain("run-i3"))
+    finally:
+        instrumentor.uninstrument()
 
     runs = [n.attributes["agui.run.id"] for n in from_sdk(sdk.exporter.get_finished_spans())]
-    assert runs == ["run-i1"]
+    assert runs == ["run-i1", "run-i3"]
+
+
+def _python(code: str, *command: str, **env: str) -> str:
+    """What ``code`` prints, run by this interpreter in a fresh process (behind
+    ``command``, a launcher such as ``opentelemetry-instrument``)."""
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [*command, sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **env},
+        timeout=120,
+    ).stdout.strip()
+
+
+def test_opentelemetry_instrument_discovers_and_applies_the_instrumentor() -> None:
+    """The ``opentelemetry_instrumentor`` entry point names the class, and the
+    ``opentelemetry-instrument`` launcher instruments it in the program it starts, unless
+    ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` names ``aguikit``."""
+    import sys
+    from importlib.metadata import entry_points
+    from pathlib import Path
+
+    (found,) = [e for e in entry_points(group="opentelemetry_instrumentor") if e.name == "aguikit"]
+    assert found.load() is AguikitInstrumentor
+
+    launcher = Path(sys.executable).parent / "opentelemetry-instrument"
+    assert launcher.exists(), "opentelemetry-instrumentation is a test dependency"
+    code = (
+        "from aguikit import _observe\n"
+        "from aguikit.otel import AguikitInstrumentor\n"
+        "print(AguikitInstrumentor().is_instrumented_by_opentelemetry,"
+        " type(_observe.installed()).__name__)"
+    )
+    quiet = {f"OTEL_{kind}_EXPORTER": "none" for kind in ("TRACES", "METRICS", "LOGS")}
+    assert _python(code, str(launcher), **quiet) == "True Telemetry"
+    disabled = {**quiet, "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "aguikit"}
+    assert _python(code, str(launcher), **disabled) == "False NoneType"
+    assert _python(code, **quiet) == "False NoneType"  # without the launcher, nothing
+
+
+def test_without_the_instrumentation_package_the_instrumentor_works_on_the_api() -> None:
+    """``aguikit[otel]`` alone: the same class, not a ``BaseInstrumentor``, with the same
+    round trip."""
+    code = (
+        "import sys\n"
+        "sys.modules['opentelemetry.instrumentation'] = None  # not installed\n"
+        "from aguikit import _observe\n"
+        "from aguikit.otel import AguikitInstrumentor, Telemetry\n"
+        "i = AguikitInstrumentor()\n"
+        "bases = [c.__module__ for c in type(i).__mro__]\n"
+        "t = i.instrument(agent_name='a')\n"
+        "print(any(b.startswith('opentelemetry') for b in bases), AguikitInstrumentor() is i,"
+        " isinstance(t, Telemetry), _observe.installed() is t, i.instrument() is None)\n"
+        "i.uninstrument()\n"
+        "print(i.is_instrumented_by_opentelemetry, _observe.installed())"
+    )
+    assert _python(code).splitlines() == ["False True True True True", "False None"]
 
 
 async def first_run_plain(run_id: str) -> None:
@@ -643,6 +860,12 @@ def test_the_attribute_names_are_the_installed_semantic_conventions() -> None:
     }
     assert names == {name: getattr(gen_ai_attributes, name) for name in names}
     assert otel.ERROR_TYPE == error_attributes.ERROR_TYPE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
+    assert otel.TOKEN_USAGE_METRIC == gen_ai_metrics.GEN_AI_CLIENT_TOKEN_USAGE
+    token_types = gen_ai_attributes.GenAiTokenTypeValues
+    assert {"input", "output"} == {token_types.INPUT.value, token_types.OUTPUT.value}
     values = gen_ai_attributes.GenAiOperationNameValues
     assert (otel.INVOKE_AGENT, otel.EXECUTE_TOOL) == (
         values.INVOKE_AGENT.value,
@@ -659,13 +882,20 @@ def test_a_proxy_observes_an_exchange_with_its_own_timing(sdk: Sdk) -> None:
     from aguikit.wire import parse_event
 
     telemetry = sdk.telemetry()
-    observer = telemetry.observe(run_input("run-p"), side="proxy", headers={})
+    caller = "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"
+    observer = telemetry.observe(run_input("run-p"), side="proxy", headers={"traceparent": caller})
     assert observer is not None
-    assert observer.headers()["traceparent"].startswith("00-")
+    assert observer.headers()["traceparent"].startswith("00-" + "ab" * 16)
+    agent = "00-" + "ab" * 16 + "-" + "ef" * 8 + "-01"  # the agent's run span, as it says
     with _observe.observing(observer):
         observer.mark("agui.upstream.response")
         for wire in (
-            {"type": "RUN_STARTED", "threadId": THREAD, "runId": "run-p"},
+            {
+                "type": "RUN_STARTED",
+                "threadId": THREAD,
+                "runId": "run-p",
+                "metadata": {"aguikit.otel": {"traceparent": agent}},
+            },
             {"type": "RUN_FINISHED", "threadId": THREAD, "runId": "run-p"},
         ):
             observer.event(parse_event(wire))
@@ -673,6 +903,8 @@ def test_a_proxy_observes_an_exchange_with_its_own_timing(sdk: Sdk) -> None:
     (span,) = from_sdk(sdk.exporter.get_finished_spans())
     assert (span.kind, span.attributes["agui.run.outcome"]) == ("SERVER", "success")
     assert span.events == [("agui.upstream.response", {"agui.event.index": 0})]
+    assert span.parent_id == int("cd" * 8, 16)  # the caller's side
+    assert span.links == [int("ef" * 8, 16)]  # the agent's side
     assert sdk.metric("agui.runs") == {(("agui.run.outcome", "success"), ("agui.side", "proxy")): 1}
     with pytest.raises(ValueError, match="side must be one of"):
         telemetry.observe(run_input("run-q"), side="browser")
@@ -856,3 +1088,55 @@ def test_the_readme_and_the_guide_show_the_scenarios_tree() -> None:
     root = Path(__file__).resolve().parent.parent
     for document in ("README.md", "docs/otel.md"):
         assert f"```text\n{TREE}```" in (root / document).read_text(encoding="utf-8"), document
+
+
+def test_the_proxy_traces_each_exchange_between_both_sides(sdk: Sdk) -> None:
+    """A UI's run through ``aguikit proxy`` to an aguikit agent: the exchange's span is the
+    UI's child, the request goes on unchanged (the agent's run is the UI's child too), the
+    exchange links the agent's run, and carries its own timing points; a broken answer's
+    finding is a span event on its exchange."""
+
+    import io
+
+    import httpx
+    from tests.test_proxy import HELLO, RUN, _sse
+
+    from aguikit import AgentClient
+    from aguikit.proxy import ProxyApp
+
+    async def handler(run_input: Any, run: RunWriter) -> None:
+        await run.say("Hello.", message_id="m-1")
+
+    agent_app = create_app(handler, telemetry=sdk.telemetry(agent_name="agent"))
+    broken = [HELLO[0], HELLO[2], HELLO[4]]  # content for a message never started
+    with serve_asgi(agent_app) as agent, serve() as raw:
+        url = raw.add("/agent", Route(_sse(broken)))
+        out = io.StringIO()
+        proxy_app = ProxyApp(agent + "/", out=out, telemetry=sdk.telemetry(agent_name="proxy"))
+        with serve_asgi(proxy_app, lifespan="on") as proxy:
+            ui = AgentClient(proxy + "/", telemetry=sdk.telemetry(agent_name="ui"))
+            updates = list(ui.run_sync(run_input("run-1")))
+        broken_app = ProxyApp(url, out=out, telemetry=sdk.telemetry(agent_name="proxy-2"))
+        with serve_asgi(broken_app, lifespan="on") as proxy:
+            httpx.post(proxy + "/", json=RUN)
+
+    assert updates[-1].event.type == "RUN_FINISHED"
+    nodes = {n.name: n for n in from_sdk(sdk.exporter.get_finished_spans())}
+    ui_run, exchange, agent_run = (
+        nodes["invoke_agent ui"],
+        nodes["invoke_agent proxy"],
+        nodes["invoke_agent agent"],
+    )
+    assert (ui_run.kind, exchange.kind, agent_run.kind) == ("CLIENT", "SERVER", "SERVER")
+    assert exchange.parent_id == ui_run.span_id
+    assert agent_run.parent_id == ui_run.span_id  # the request went on unchanged
+    assert exchange.links == [agent_run.span_id]
+    assert exchange.attributes["agui.run.outcome"] == "success"
+    names = [name for name, _ in exchange.events]
+    assert names == ["agui.upstream.response", "agui.upstream.first_byte"]
+    assert exchange.trace_id == ui_run.trace_id == agent_run.trace_id
+    second = nodes["invoke_agent proxy-2"]
+    findings = [attrs for name, attrs in second.events if name == "agui.finding"]
+    assert findings and findings[0]["agui.event.index"] == 1, second.events
+    assert findings[0]["agui.rule.id"].startswith("AGUI-V")
+    assert sdk.metric("agui.runs")[(("agui.run.outcome", "success"), ("agui.side", "proxy"))] == 2

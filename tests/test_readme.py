@@ -71,6 +71,10 @@ EXPECTED: dict[str, list[str]] = {
     ],
     # the client's spans of a run of the README's server, traced by the three lines
     "AguikitInstrumentor": ["['execute_tool get_time', 'invoke_agent', 'invoke_agent critic']"],
+    "ScriptedAgent": [
+        "- exchange 2 request: AGUI-R003 at /resume:",  # the thread rule fails the turn
+        "3 exchanges",
+    ],
     # the reloaded page holds the thread the first page left
     "reloaded.connect()": ["['Hello', 'You said: Hello']"],
 }
@@ -266,9 +270,54 @@ def _command_block() -> list[str]:
     return _sh_block("aguikit ")
 
 
+def _demo_har(demo: bytes) -> str:
+    """The demo run as the one exchange of a HAR file, the request that asked for it."""
+    request = {
+        "threadId": "thread-trip-42",
+        "runId": "run-1",
+        "messages": [],
+        "state": {},
+        "protocolVersion": "1.0",
+    }
+    entry = {
+        "startedDateTime": "2025-01-01T10:00:00.000Z",
+        "time": 1.0,
+        "request": {
+            "method": "POST",
+            "url": "http://127.0.0.1:8000/agent",
+            "httpVersion": "HTTP/1.1",
+            "headers": [],
+            "queryString": [],
+            "cookies": [],
+            "headersSize": -1,
+            "bodySize": -1,
+            "postData": {"mimeType": "application/json", "text": json.dumps(request)},
+        },
+        "response": {
+            "status": 200,
+            "statusText": "OK",
+            "httpVersion": "HTTP/1.1",
+            "headers": [],
+            "cookies": [],
+            "content": {
+                "size": len(demo),
+                "mimeType": "text/event-stream",
+                "text": demo.decode("utf-8"),
+            },
+            "redirectURL": "",
+            "headersSize": -1,
+            "bodySize": -1,
+        },
+        "cache": {},
+        "timings": {"send": 0, "wait": 0, "receive": 1},
+    }
+    return json.dumps({"log": {"version": "1.2", "creator": {"name": "test"}, "entries": [entry]}})
+
+
 def test_every_command_of_the_readme_runs_as_written(tmp_path: Path) -> None:
     """In a directory holding the ``stream.sse`` and ``stream.jsonl`` the commands name
-    (the bundled demo run, in both framings), each command exits 0."""
+    (the bundled demo run, in both framings), and ``conversation.har`` (the demo as one
+    exchange of a HAR file), each command exits 0."""
     import os
     import subprocess
     import sys
@@ -281,6 +330,7 @@ def test_every_command_of_the_readme_runs_as_written(tmp_path: Path) -> None:
     (tmp_path / "stream.jsonl").write_text(
         "".join(encode_line(event) for event in iter_events([demo])), encoding="utf-8"
     )
+    (tmp_path / "conversation.har").write_text(_demo_har(demo), encoding="utf-8")
     bin_dir = str(Path(sys.executable).parent)
     env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
     commands = _command_block()
@@ -355,3 +405,61 @@ def test_the_readme_install_and_build_blocks_install_aguikit_from_a_checkout_as_
     assert version.stdout.startswith("aguikit "), version.stderr
     server = [str(bin_dir / "python"), "-c", "import aguikit.server, starlette"]
     assert 0 == subprocess.run(server, cwd=tmp_path, env=env).returncode
+
+
+def test_the_readme_proxy_block_records_the_example_agent_and_checks_the_recording(
+    tmp_path: Path,
+) -> None:
+    """
+    The README's "Between a UI and an agent", as written: the example agent and the proxy
+    started by the block's commands (ports swapped for free ones), the official client as the UI
+    (one turn and the frontend tool's answer, thread ``t1``), SIGTERM as Ctrl-C's
+    stand-in, then the block's ``aguikit check`` on the recording: exit 0, both runs.
+    """
+    import signal
+    import subprocess
+
+    from tests.node_client import run_http_agent
+    from tests.servers import free_port, wait_listening
+    from tests.test_server_integration import QUESTION
+
+    commands = [c for c in _sh_block("uvicorn --app-dir examples") if not c.startswith("#")]
+    start_agent, start_proxy, check = commands
+    agent_port, proxy_port = free_port(), free_port()
+    env = {
+        **_fresh_env(),
+        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
+    }
+
+    def launch(command: str) -> subprocess.Popen[str]:
+        command = command.removesuffix("&").strip()
+        command = command.replace("8000", str(agent_port)).replace("8080", str(proxy_port))
+        return subprocess.Popen(
+            command.split(),
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    agent = launch(start_agent)
+    proxy = launch(start_proxy)
+    try:
+        wait_listening(agent_port, agent, "the example agent")
+        wait_listening(proxy_port, proxy, "aguikit proxy")
+        outcome = run_http_agent(
+            f"http://127.0.0.1:{proxy_port}/", {**QUESTION, "answerFrontendTool": "confirmed"}
+        )
+    finally:
+        proxy.send_signal(signal.SIGTERM)
+        printed, _ = proxy.communicate(timeout=30)
+        agent.terminate()
+        agent.communicate(timeout=30)
+
+    assert [{"result": None}, {"result": None}] == outcome["runs"]
+    assert "aguikit proxy: 2 exchanges" in printed, printed
+    done = subprocess.run(check.split(), cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert 0 == done.returncode, done.stdout + done.stderr
+    assert "recordings/t1.har" in done.stdout

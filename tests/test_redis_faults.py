@@ -305,6 +305,7 @@ def test_sigkill_of_the_producing_worker_ends_the_run_for_its_followers(
                 received = b"".join(chunks)
                 waited = time.monotonic() - killed
         frames = list(iter_frames([received]))
+        print(f"\nSIGKILL of the producer: RUN_ERROR reached the follower {waited:.1f} s later")
         last = json.loads(frames[-1].data)
         assert last["type"] == "RUN_ERROR" and last["code"] == "AGUI-E021"
         assert waited <= DEFAULT_PRODUCER_TTL + 2 + 5  # the bound, and the machine's load

@@ -187,7 +187,8 @@ def test_a_client_that_never_reads_is_treated_as_gone_after_the_send_timeout(
     later), never held for ever by a connection that takes nothing."""
     flood = _Flood()
     options: dict[str, Any] = {"send_timeout": 0.5, "resume_grace": 0.3}
-    options["event_log"] = MemoryEventLog() if logged else None
+    if logged:
+        options["event_log"] = MemoryEventLog()
     with serve_asgi(create_app(flood, **options)) as url:
         port = int(url.rsplit(":", 1)[1])
         sock = _never_reading_client(port, BODY)
@@ -490,10 +491,10 @@ def test_a_failing_heartbeat_does_not_cancel_a_run_that_is_read(
 def test_a_stalled_or_failing_log_is_a_503_never_a_hang_or_a_500(
     make_log: Callable[[], EventLog], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A claim that does not answer within the log timeout, and a resumability check that
-    raises (Redis down), are answered ``503`` with ``Retry-After``."""
+    """A claim that does not answer within the log timeout, and a resume whose check of the
+    run's owner raises (Redis down), are answered ``503`` with ``Retry-After``."""
     monkeypatch.setattr(server_http, "LOG_TIMEOUT", 0.5)
-    faulty = FaultyLog(make_log()).stall("claim", 5.0).fail("resumable")
+    faulty = FaultyLog(make_log()).stall("claim", 5.0).fail("owner")
     with serve_asgi(create_app(Endless(), event_log=faulty)) as url:
         began = time.monotonic()
         stalled = httpx.post(url + "/", json=BODY, timeout=30)
@@ -516,9 +517,8 @@ def test_a_run_nobody_follows_waits_for_a_reader_instead_of_filling_the_log() ->
     reconnect sets it going again.  (Before, it ran at full speed into the log all through
     its grace window: 200 silent clients of a fast handler took a worker to 3.5 GB.)"""
     endless = Endless()
-    with serve_asgi(
-        create_app(endless, event_log=MemoryEventLog(), queue_size=8, resume_grace=4.0)
-    ) as url:
+    log = MemoryEventLog()
+    with serve_asgi(create_app(endless, event_log=log, queue_size=8, resume_grace=4.0)) as url:
         last = read_then_hang_up(url + "/", BODY)
         time.sleep(2.0)  # 400 events' worth of the handler's pace
         waiting = endless.count

@@ -18,7 +18,12 @@ The house, one floor per stage, each importing only the floors below it
                         (or frames); the HTTP fetch
 ``proto``               events ⇄ ``ag_ui.Event`` protobuf messages, as ``@ag-ui/proto``
 ``client``, ``agent``   :class:`AgentClient`, over HTTP; :class:`Agent`, a conversation
+``conversation``        a thread's exchanges (HAR files, recordings, the test kit) and
+                        the thread rules across its runs
+``proxy``, ``replay``, ``doctor``   live traffic: forwarded and judged, recorded, served
+                        back with faults, and what the infrastructure does to a stream
 ``cli``, ``reference``  the ``aguikit`` command and the rendered rule reference
+``view``                one offline HTML page of a run (``aguikit view``)
 
 Every error is an :class:`AguiError`.  The names below are loaded when first used, so
 ``import aguikit.transport`` (or any lower floor) does not load the floors above it.

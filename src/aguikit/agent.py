@@ -193,7 +193,7 @@ class _Callbacks:
             setattr(self, name, function)
 
 
-def _expired(interrupt: Interrupt, now: datetime.datetime) -> bool:
+def interrupt_expired(interrupt: Interrupt, now: datetime.datetime) -> bool:
     """Whether this consumer judges ``interrupt`` expired: its ``expiresAt`` read as an ISO
     8601 date, now or earlier (the format is unconstrained; one that does not parse is not
     judged expired)."""
@@ -220,7 +220,7 @@ def _coverage_problems(
     """
     pending = [interrupt.id for interrupt in interrupts]
     now = datetime.datetime.now(datetime.UTC)
-    expired = sorted(i.id for i in interrupts if i.id in resolved and _expired(i, now))
+    expired = sorted(i.id for i in interrupts if i.id in resolved and interrupt_expired(i, now))
     problems: list[str] = []
     if expired:
         problems.append(f"interrupts {expired} have expired: cancel them instead")

@@ -22,6 +22,8 @@ V      verifier (and engine) an ordering or attribution rule of the protocol
 P      applier               an RFC 6902 patch that does not apply
 K      checker               what ``aguikit check`` looks at beyond the pipeline: input
                              shape, runs that failed, lint, a live endpoint's timing
+R      conversation          a thread of exchanges (request and response): the request's
+                             shape, and what each request owes the run before it
 ====== ===================== ==========================================================
 
 Ids are stable: a rule may be reworded, never renumbered.  Each row also has a readable
@@ -88,6 +90,7 @@ class Stage(enum.StrEnum):
     THREAD_STORE = "thread-store"
     CLIENT = "client"
     CHECKER = "checker"
+    CONVERSATION = "conversation"
 
 
 _SPEC: Final = "/spec/1.1/events"
@@ -102,8 +105,10 @@ class Rule:
     ``entity_id`` and whatever the reporter adds); where the conformance corpus pins a
     substring of the official client's message, the template contains it.
     ``example`` is a minimal stream of wire dicts that triggers this rule and no earlier
-    one; ``example_bytes`` is raw input instead, for the decoder's rules.  ``at_finish``
-    marks rules only ``finish()`` reports; ``in_process`` marks an example that only an
+    one (for a conversation rule, ``R``, a thread: one ``{"request": RunAgentInput,
+    "response": [events]}`` per exchange, ``"status"`` when not 200); ``example_bytes`` is
+    raw input instead, for the decoder's rules (and a cut HAR file).  ``at_finish`` marks
+    rules only ``finish()`` reports; ``in_process`` marks an example that only an
     in-process producer can send, because the wire converter would reject it first.
     ``setting`` names the keyword argument of a configured safety limit the rule enforces
     (:mod:`aguikit.limits`); its example triggers the rule with that setting at 1 (or at
@@ -163,6 +168,31 @@ def _ce(cid: str = "c1", **extra: Any) -> dict[str, Any]:
 
 def _sub(sid: str, **extra: Any) -> dict[str, Any]:
     return {"type": "SUBAGENT_STARTED", "subagentRunId": sid, "name": "helper", **extra}
+
+
+def _ex(request: Mapping[str, Any], *events: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
+    """One exchange of a conversation rule's example: the request and its response."""
+    return {"request": dict(request), "response": list(events), **extra}
+
+
+def _in(run: str = "r1", *messages: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
+    """A ``RunAgentInput`` on thread ``t1`` declaring AG-UI 1.1."""
+    return {
+        "threadId": "t1",
+        "runId": run,
+        "messages": list(messages),
+        "state": {},
+        "protocolVersion": "1.1",
+        **extra,
+    }
+
+
+def _rs11(run: str = "r1") -> dict[str, Any]:
+    return {**_rs(run), "protocolVersion": "1.1"}
+
+
+_USER: Final = {"id": "u1", "role": "user", "content": "hi"}
+_ASK: Final = {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approval"}]}
 
 
 RULES: Final[tuple[Rule, ...]] = (
@@ -1452,6 +1482,347 @@ RULES: Final[tuple[Rule, ...]] = (
         severity=Severity.WARNING,
         stage=Stage.TRANSPORT,
     ),
+    # -- the infrastructure between a UI and an agent (aguikit doctor) ----------------------
+    Rule(
+        "AGUI-N001",
+        "stream-buffered",
+        "Something between the agent and the UI releases the stream as it is produced: events "
+        "the agent stamped apart do not arrive together (fix: 'X-Accel-Buffering: no' from the "
+        "agent, 'proxy_buffering off;' in nginx, no response buffering in any proxy)",
+        "aguikit: streaming is the point of SSE; nginx proxy_buffering",
+        "{count} events arrived in one read {evidence}: the stream is buffered on the way",
+        (),
+        severity=Severity.WARNING,
+        stage=Stage.TRANSPORT,
+    ),
+    Rule(
+        "AGUI-N002",
+        "idle-timeout",
+        "A stream that is silent for a while is not cut before its run ends: a proxy's idle "
+        "timeout closes a silent connection (fix: a keep-alive comment more often than the "
+        "shortest idle timeout on the way, or a longer 'proxy_read_timeout')",
+        "aguikit: nginx proxy_read_timeout, load balancers' idle timeouts; WHATWG event-stream",
+        "the stream was cut after {seconds:.1f} s of silence, before its run ended",
+        (),
+        stage=Stage.TRANSPORT,
+    ),
+    Rule(
+        "AGUI-N003",
+        "stream-compressed",
+        "An event stream is not compressed on the way: a compressor holds bytes back until "
+        "its block fills (fix: 'gzip off;' or no text/event-stream in 'gzip_types' in nginx, "
+        "exclude text/event-stream from any compression middleware)",
+        "aguikit: nginx gzip, compression middleware; streaming needs every event flushed",
+        "the event stream arrived with Content-Encoding: {encoding}",
+        (),
+        severity=Severity.WARNING,
+        stage=Stage.TRANSPORT,
+    ),
+    Rule(
+        "AGUI-N004",
+        "http-1-0-downgrade",
+        "A stream is answered over HTTP/1.1 or later: HTTP/1.0 has no chunked encoding, so "
+        "the connection must close to end every answer (fix: 'proxy_http_version 1.1;' in "
+        "nginx, and the same in any proxy on the way)",
+        "RFC 9112 (chunked transfer coding is HTTP/1.1); nginx proxy_http_version",
+        "the answer came over {version}",
+        (),
+        severity=Severity.WARNING,
+        stage=Stage.TRANSPORT,
+    ),
+    Rule(
+        "AGUI-R001",
+        "recording-unreadable",
+        "A conversation file is HAR 1.2 (a log whose entries each hold a request and a "
+        "response); a recording cut by a crash keeps every complete exchange",
+        "HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/); aguikit's recording "
+        "contract (docs/conversations.md)",
+        "{detail}",
+        (),
+        stage=Stage.CONVERSATION,
+        example_bytes=b'{"log": {"version": "1.2", "entries": [{"request": {"method": "POST"',
+    ),
+    Rule(
+        "AGUI-R002",
+        "input-invalid",
+        "Every request of a conversation is a valid RunAgentInput: a JSON object matching "
+        "the schema, every member the schema describes and nothing else",
+        'spec 1.1 basic/run-input, Identity: "`threadId` names the conversation and `runId` '
+        'names the run this input requests; both are REQUIRED"; `messages`: "REQUIRED"',
+        "the request is not a valid RunAgentInput: {detail}",
+        (_ex({"threadId": "t1", "runId": "r1", "protocolVersion": "1.1"}, _rs11(), _rf()),),
+        stage=Stage.CONVERSATION,
+    ),
+    Rule(
+        "AGUI-R003",
+        "interrupt-not-covered",
+        "Every interrupt a run ended with is answered or cancelled by a resume entry of the "
+        "thread's next request",
+        'spec 1.1 basic/patterns/interrupt-resume, Resuming: "The resume list MUST cover every '
+        'interrupt of the run being continued"; "MUST NOT silently continue past an interrupt '
+        'it has no entry for"',
+        "run '{entity_id}' ended waiting on interrupts {missing}; this request has no resume "
+        "entry for them (answer or cancel each)",
+        (
+            _ex(_in("r1", _USER), _rs11("r1"), _rf("r1", outcome=_ASK)),
+            _ex(_in("r2", _USER), _rs11("r2"), _rf("r2")),
+        ),
+        stage=Stage.CONVERSATION,
+    ),
+    Rule(
+        "AGUI-R004",
+        "resume-unknown-interrupt",
+        "A resume entry names an interrupt of the run being continued, the most recent "
+        "interrupted run on the thread",
+        "spec 1.1 basic/patterns/interrupt-resume, Resuming: \"Each entry's `interruptId` MUST "
+        'name an interrupt from the run being continued"',
+        "resume entry {entity_id} answers interrupt '{interrupt}', which {why}",
+        (
+            _ex(_in("r1", _USER), _rs11("r1"), _rf("r1")),
+            _ex(
+                _in("r2", _USER, resume=[{"interruptId": "i9", "status": "cancelled"}]),
+                _rs11("r2"),
+                _rf("r2"),
+            ),
+        ),
+        stage=Stage.CONVERSATION,
+    ),
+    Rule(
+        "AGUI-R005",
+        "expired-interrupt-answered",
+        "An interrupt whose expiresAt has passed when the request is sent can only be "
+        "cancelled, never resolved",
+        'spec 1.1 basic/patterns/interrupt-resume, Resuming: "an interrupt the consumer judges '
+        "expired can no longer be answered — the consumer rejects a resume entry resolving it "
+        'before the run starts"',
+        "resume entry {entity_id} resolves interrupt '{interrupt}', which expired at "
+        "{expires_at}: it may only be cancelled",
+        (
+            _ex(
+                _in("r1", _USER),
+                _rs11("r1"),
+                _rf(
+                    "r1",
+                    outcome={
+                        "type": "interrupt",
+                        "interrupts": [
+                            {"id": "i1", "reason": "approval", "expiresAt": "2001-01-01T00:00Z"}
+                        ],
+                    },
+                ),
+            ),
+            _ex(
+                _in(
+                    "r2",
+                    _USER,
+                    resume=[{"interruptId": "i1", "status": "resolved", "payload": True}],
+                ),
+                _rs11("r2"),
+                _rf("r2"),
+            ),
+        ),
+        stage=Stage.CONVERSATION,
+    ),
+    Rule(
+        "AGUI-R006",
+        "encrypted-value-not-returned",
+        "Every encryptedValue a message or tool call was given (with its encryptedValueType) "
+        "comes back unmodified on that entity in the thread's next request",
+        'spec 1.1 events/reasoning, REASONING_ENCRYPTED_VALUE: "A consumer MUST store the '
+        "value with the message or tool call it names and return it unmodified in later run "
+        'input"; encryptedValueType: "opaque, stored with the value, and returned unmodified"',
+        "{entity_id}: {detail}",
+        (
+            _ex(
+                _in("r1", _USER),
+                _rs11("r1"),
+                _ts("m1"),
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "ok"},
+                {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+                {
+                    "type": "REASONING_ENCRYPTED_VALUE",
+                    "subtype": "message",
+                    "entityId": "m1",
+                    "encryptedValue": "c2ln",
+                },
+                _rf("r1"),
+            ),
+            _ex(
+                _in("r2", _USER, {"id": "m1", "role": "assistant", "content": "ok"}),
+                _rs11("r2"),
+                _rf("r2"),
+            ),
+        ),
+        stage=Stage.CONVERSATION,
+    ),
+    Rule(
+        "AGUI-R007",
+        "pending-tool-call-unanswered",
+        "The tool calls a successful run left pending (its pendingToolCallIds, or the calls "
+        "it made that no result answered) are answered by tool messages in the thread's next "
+        "request",
+        'spec 1.1 events/tool-calls, Frontend tools: "A thread that continues MUST answer '
+        'every one of them first"',
+        "run '{entity_id}' left tool calls {missing} pending; this request carries no tool "
+        "message answering them",
+        (
+            _ex(
+                _in("r1", _USER),
+                _rs11("r1"),
+                {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "confirm"},
+                {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+                _rf("r1", outcome={"type": "success", "pendingToolCallIds": ["c1"]}),
+            ),
+            _ex(
+                _in(
+                    "r2",
+                    _USER,
+                    {
+                        "id": "c1",
+                        "role": "assistant",
+                        "toolCalls": [
+                            {
+                                "id": "c1",
+                                "type": "function",
+                                "function": {"name": "confirm", "arguments": ""},
+                            }
+                        ],
+                    },
+                ),
+                _rs11("r2"),
+                _rf("r2"),
+            ),
+        ),
+        stage=Stage.CONVERSATION,
+    ),
+    Rule(
+        "AGUI-R008",
+        "snapshot-disagrees",
+        "A MESSAGES_SNAPSHOT agrees with what the stream had built for the messages both "
+        "hold: the same ids (none re-minted), in the same order, with the same roles and "
+        "content",
+        'spec 1.1 basic/patterns/snapshots: "A snapshot carries the whole value"; a message '
+        "is known by its id (events/text-messages)",
+        "MESSAGES_SNAPSHOT disagrees with the messages streamed before it: {detail}",
+        (
+            _ex(
+                _in("r1", _USER),
+                _rs11("r1"),
+                _ts("m1"),
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "ok"},
+                {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+                {
+                    "type": "MESSAGES_SNAPSHOT",
+                    "messages": [_USER, {"id": "m2", "role": "assistant", "content": "ok"}],
+                },
+                _rf("r1"),
+            ),
+        ),
+        stage=Stage.CONVERSATION,
+    ),
+    Rule(
+        "AGUI-R009",
+        "history-diverged",
+        "The next request's messages are the conversation the client was sent, in order: "
+        "no message dropped, duplicated, reordered or given a new id",
+        'spec 1.1 basic/run-input, `messages`: "REQUIRED. The conversation so far, in order"; '
+        '"A producer MUST treat it as the complete history it is being shown"',
+        "messages: {detail}",
+        (
+            _ex(
+                _in("r1", _USER),
+                _rs11("r1"),
+                _ts("m1"),
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "ok"},
+                {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+                _rf("r1"),
+            ),
+            _ex(
+                _in("r2", _USER, {"id": "x7", "role": "assistant", "content": "ok"}),
+                _rs11("r2"),
+                _rf("r2"),
+            ),
+        ),
+        stage=Stage.CONVERSATION,
+    ),
+    Rule(
+        "AGUI-R010",
+        "version-undeclared",
+        "Both sides declare the protocol version they speak: the consumer on "
+        "RunAgentInput.protocolVersion, the producer on RUN_STARTED.protocolVersion",
+        'spec 1.1 basic/run-input, `protocolVersion`: "a consumer implementing this version '
+        'MUST declare the version it speaks here"; basic/versioning: "An implementation of '
+        'this version MUST send its declaration"',
+        "{side} declares no protocolVersion (absence means a peer from before the protocol "
+        "carried a version)",
+        (_ex({"threadId": "t1", "runId": "r1", "messages": []}, _rs11(), _rf()),),
+        severity=Severity.WARNING,
+        stage=Stage.CONVERSATION,
+    ),
+    Rule(
+        "AGUI-R011",
+        "newer-minor-refused",
+        "A producer serves a request declaring a newer minor of a line it implements: only "
+        "another major line may be refused",
+        'spec 1.1 basic/versioning, Version negotiation: "a newer minor of its own line is '
+        'serveable by construction and MUST NOT be rejected for its version"',
+        "the request declares protocolVersion {declared}, a newer minor of the {own} the "
+        "producer speaks on this thread, and was refused ({how})",
+        (
+            _ex(_in("r1", _USER), _rs11("r1"), _rf("r1")),
+            _ex({**_in("r2", _USER), "protocolVersion": "1.7"}, status=400),
+        ),
+        stage=Stage.CONVERSATION,
+    ),
+    Rule(
+        "AGUI-R012",
+        "producer-newer-than-consumer",
+        "A producer that knows its consumer is older (the request declared it) answers in the "
+        "consumer's version, or the consumer must warn for what it cannot read",
+        'spec 1.1 basic/versioning, Version negotiation: "A consumer meeting a newer producer '
+        'declaration proceeds under the processing model and SHOULD warn"; Downgrading: "A '
+        'lossy downgrade MUST emit a warning that names what was lost and why"',
+        "the request declares protocolVersion {declared} and the producer answers {answered}: "
+        "the consumer SHOULD warn, and must warn for any newer material it drops",
+        (_ex({**_in("r1", _USER), "protocolVersion": "1.0"}, _rs11("r1"), _rf("r1")),),
+        severity=Severity.WARNING,
+        stage=Stage.CONVERSATION,
+    ),
+    Rule(
+        "AGUI-R013",
+        "state-discontinuous",
+        "A request carries the state the thread's previous run left behind (a resuming run "
+        "always does; otherwise the application changed it on purpose)",
+        "spec 1.1 basic/run-input, `state`: \"The state the run starts from — the consumer's "
+        "last agreed value, typically what the previous run's state events left behind\"; "
+        'basic/patterns/interrupt-resume: "the resuming run carries ... the state the '
+        'interrupted run left behind"',
+        "the request's state differs from the state run '{entity_id}' left, at {pointer}",
+        (
+            _ex(
+                _in("r1", _USER),
+                _rs11("r1"),
+                {"type": "STATE_SNAPSHOT", "snapshot": {"step": 2}},
+                _rf("r1"),
+            ),
+            _ex(_in("r2", _USER, state={"step": 1}), _rs11("r2"), _rf("r2")),
+        ),
+        severity=Severity.WARNING,
+        stage=Stage.CONVERSATION,
+    ),
+    Rule(
+        "AGUI-R014",
+        "response-not-recorded",
+        "A conversation's response body is recorded: an entry without it (devtools may leave "
+        "out a streamed body it did not keep) is not judged, and the next request is held to "
+        "the run before it",
+        "HAR 1.2, content.text: optional; aguikit: nothing can be said of a body not kept",
+        "the response body was not recorded (the HAR entry's content has no text): its "
+        "events are not judged",
+        (_ex(_in("r1", _USER), status=200, response=None),),
+        severity=Severity.INFO,
+        stage=Stage.CONVERSATION,
+    ),
 )
 """Every rule, in catalogue order: the verifier's first, then the other stages'."""
 
@@ -1463,7 +1834,7 @@ class CatalogueError(Exception):
 RULES_BY_ID: Final[Mapping[str, Rule]] = MappingProxyType({rule.id: rule for rule in RULES})
 RULES_BY_SYMBOL: Final[Mapping[str, Rule]] = MappingProxyType({rule.symbol: rule for rule in RULES})
 
-_ID: Final = re.compile(r"^AGUI-[CDEKLPSTVW]\d{3}$")
+_ID: Final = re.compile(r"^AGUI-[CDEKLNPRSTVW]\d{3}$")
 _FIELD: Final = re.compile(r"\{([a-z_]+)\}")
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import glob
 import itertools
 import os
+import re
 import sys
 import time
 import uuid
@@ -64,13 +65,16 @@ __all__ = [
     "Finding",
     "RunSummary",
     "SourceReport",
+    "StreamCheck",
     "Unreadable",
     "check_bytes",
     "check_events",
     "check_source",
     "expand_sources",
+    "is_recording",
     "load_config",
     "open_events",
+    "request_body",
 ]
 
 FIRST_EVENT_SECONDS: Final = 10.0
@@ -248,6 +252,10 @@ class Finding:
     consequence_of: int | None = None
     count: int = 1
     last_event: int | None = None
+    exchange: int | None = None
+    """The 1-based exchange of a conversation (a HAR file, a recording) the finding is in;
+    ``None`` for a plain stream.  ``event``, ``line``, ``frame`` and ``byte_offset`` then
+    count within that exchange's response body, and a request's finding has no event."""
 
     @property
     def symbol(self) -> str:
@@ -331,7 +339,8 @@ class SourceReport:
     def add(self, finding: Finding) -> Finding:
         """Record ``finding``, folded into an identical earlier one (same rule, code,
         pointer and message) so a vendor field on every event is one line, not 2,000."""
-        key = (finding.rule, finding.code, finding.pointer, finding.message)
+        # A conversation's exchanges stay apart: each is a request someone sent.
+        key = (finding.rule, finding.code, finding.pointer, finding.message, finding.exchange)
         earlier = self._groups.get(key)
         if earlier is not None:
             earlier.count += 1
@@ -379,6 +388,27 @@ def load_config(start: Path | None = None) -> dict[str, Any]:
 
 # --- sources ------------------------------------------------------------------------------
 
+_RECORDING_HEAD: Final = re.compile(rb'^\s*\{\s*"log"\s*:')
+
+
+def is_recording(spec: str, head: bytes | None = None) -> bool:
+    """
+    Whether ``spec`` names a HAR file, a conversation for :mod:`aguikit.conversation`: by
+    its ``.har`` suffix, or a JSON object whose first member is ``log`` (``head``: its
+    first bytes, read here when not given).
+    """
+    if spec.lower().endswith(".har"):
+        return True
+    if spec == "-" or spec.startswith(("http://", "https://")):
+        return False
+    if head is None:
+        try:
+            with Path(spec).open("rb") as fp:
+                head = fp.read(256)
+        except OSError:
+            return False
+    return bool(_RECORDING_HEAD.match(head.removeprefix(b"\xef\xbb\xbf")))
+
 
 def expand_sources(specs: Iterable[str]) -> list[str]:
     """
@@ -397,11 +427,12 @@ def expand_sources(specs: Iterable[str]) -> list[str]:
                 str(path)
                 for path in Path(spec).rglob("*")
                 if path.is_file()
-                and path.suffix.lower() in STREAM_SUFFIXES
+                # .har: a conversation (aguikit proxy --record writes a directory of them)
+                and (path.suffix.lower() in STREAM_SUFFIXES or path.suffix.lower() == ".har")
                 and path.suffix.lower() != ".txt"
             )
             if not found:
-                raise Unreadable(f"{spec}: no .sse, .jsonl, .ndjson or .json file in it")
+                raise Unreadable(f"{spec}: no .sse, .jsonl, .ndjson, .json or .har file in it")
         elif glob.has_magic(spec):
             found = sorted(p for p in glob.glob(spec, recursive=True) if os.path.isfile(p))
             if not found:
@@ -478,7 +509,14 @@ class _Reader:
         except OSError as exc:
             raise Unreadable(f"cannot open {spec}: {exc.strerror or exc}") from None
 
-    def _bytes(self, chunks: Iterator[bytes]) -> Iterator[tuple[dict[str, Any], Where]]:
+    def _bytes(
+        self, chunks: Iterator[bytes], kind: str | None = None
+    ) -> Iterator[tuple[dict[str, Any], Where]]:
+        if kind is not None:  # the caller knows (a response's content type): no sniffing
+            self.report.kind = kind
+            reader = {"proto": self._proto, "jsonl": self._jsonl, "sse": self._sse}[kind]
+            yield from reader(chunks)
+            return
         first = b""
         for block in chunks:
             first += block
@@ -603,25 +641,12 @@ class _Reader:
 
     def _http(self) -> Iterator[tuple[dict[str, Any], Where]]:
         # The HTTP path is loaded only for a URL: reading a file should not pay for httpx.
-        import json
-
         import httpx
 
-        from .client import prepare_input
         from .transport.http import post_stream
 
         config = self.config
-        path = config.input_path
-        try:
-            raw = json.loads(Path(path).read_text("utf-8")) if path else _minimal_input()
-        except (OSError, ValueError) as exc:
-            raise Unreadable(f"cannot read --input {path}: {exc}") from None
-        if not isinstance(raw, dict):
-            raise Unreadable(f"--input {path} must hold a JSON object (a RunAgentInput)")
-        try:
-            body = prepare_input(raw)
-        except AguiError as invalid:
-            raise Unreadable(f"--input is not a valid RunAgentInput: {invalid}") from None
+        body = request_body(config)
         timeout = httpx.Timeout(config.timeout, connect=min(config.timeout, 10.0))
         decoder = SSEDecoder(source=self.spec, max_frame_bytes=config.max_frame_bytes)
         arrived: list[Where] = []  # where each event of the latest read was
@@ -721,6 +746,33 @@ def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
     if first:
         yield first
     yield from rest
+
+
+def request_body(config: CheckConfig) -> dict[str, Any]:
+    """
+    The run request a live check sends: ``--input`` (``config.input_path``) prepared as the
+    client prepares any input, or a minimal one with fresh ids.
+
+    Raises:
+        Unreadable: ``--input`` cannot be read or is not a valid ``RunAgentInput``.
+
+    .. versionadded:: 0.5.0
+    """
+    import json
+
+    from .client import prepare_input
+
+    path = config.input_path
+    try:
+        raw = json.loads(Path(path).read_text("utf-8")) if path else _minimal_input()
+    except (OSError, ValueError) as exc:
+        raise Unreadable(f"cannot read --input {path}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise Unreadable(f"--input {path} must hold a JSON object (a RunAgentInput)")
+    try:
+        return prepare_input(raw)
+    except AguiError as invalid:
+        raise Unreadable(f"--input is not a valid RunAgentInput: {invalid}") from None
 
 
 def _minimal_input() -> dict[str, Any]:
@@ -842,45 +894,61 @@ class _Checker:
                         tick(number)
                     event(number, data)
             except DecodeError as exc:
-                self.where = (exc.line, exc.frame, exc.byte_offset)
-                self.add(exc.rule or "AGUI-D002", "decode", exc.message, event=number + 1)
+                self.undecodable(exc, number)
                 return
             except TransportError as broken:
                 if not number:
                     raise  # nothing arrived: the source could not be read (exit 2)
-                # The connection broke mid-stream: what did arrive is judged, and the run it
-                # left open is reported as the consequence it is.
-                self.where = _NOWHERE
-                self.add(broken.rule, "transport", str(broken), event=number + 1)
-                self.broken_at = self.broken_at or number + 1
-            self.where = _NOWHERE
-            if report.unreadable is not None or (
-                not number and any(f.rule == "AGUI-K004" for f in report.findings)
-            ):
-                return  # not a stream at all: nothing to say about how it ended
-            try:
-                self.session.finish()
-            except ProtocolError as ended:
-                self.add(ended.rule or "AGUI-V006", "protocol", ended.message, consequence=True)
-            self.warnings(None, None)
-            self.finish()
+                self.cut(broken, number)
+            self.end(number)
         except _Stop:
             pass
         finally:
-            report.runs = [
-                RunSummary(
-                    n,
-                    run.run_id,
-                    run.thread_id,
-                    run.status,
-                    None if run.started_at is None else run.started_at + 1,
-                    None if run.ended_at is None else run.ended_at + 1,
-                    run.message,
-                    run.code,
-                    tuple(i.id for i in run.interrupts),
-                )
-                for n, run in enumerate(self.session.runs, 1)
-            ]
+            self.summarise()
+
+    def undecodable(self, exc: DecodeError, number: int) -> None:
+        """The source stopped decoding after ``number`` events: the finding, located."""
+        self.where = (exc.line, exc.frame, exc.byte_offset)
+        self.add(exc.rule or "AGUI-D002", "decode", exc.message, event=number + 1)
+
+    def cut(self, broken: TransportError, number: int) -> None:
+        """The connection broke after ``number`` events: what did arrive is judged, and
+        the run it left open is reported as the consequence it is."""
+        self.where = _NOWHERE
+        self.add(broken.rule, "transport", str(broken), event=number + 1)
+        self.broken_at = self.broken_at or number + 1
+
+    def end(self, number: int) -> None:
+        """The source ended after ``number`` events: what only its end can say."""
+        report = self.report
+        self.where = _NOWHERE
+        if report.unreadable is not None or (
+            not number and any(f.rule == "AGUI-K004" for f in report.findings)
+        ):
+            return  # not a stream at all: nothing to say about how it ended
+        try:
+            self.session.finish()
+        except ProtocolError as ended:
+            self.add(ended.rule or "AGUI-V006", "protocol", ended.message, consequence=True)
+        self.warnings(None, None)
+        self.finish()
+
+    def summarise(self) -> None:
+        """The report's runs, from the session's."""
+        self.report.runs = [
+            RunSummary(
+                n,
+                run.run_id,
+                run.thread_id,
+                run.status,
+                None if run.started_at is None else run.started_at + 1,
+                None if run.ended_at is None else run.ended_at + 1,
+                run.message,
+                run.code,
+                tuple(i.id for i in run.interrupts),
+            )
+            for n, run in enumerate(self.session.runs, 1)
+        ]
 
     def event(self, number: int, data: dict[str, Any]) -> None:
         session = self.session
@@ -1204,6 +1272,71 @@ class _Checker:
                 )
 
 
+class StreamCheck:
+    """
+    :func:`check_source` for a stream that arrives a piece at a time and must not wait:
+    each event is handed over as it is decoded and the findings it caused come back at
+    once (``aguikit proxy`` prints them while it forwards).
+
+    The same recovering session and the same rows judge it, so a recorded stream checked
+    later finds what the live check found; ``session`` as for :func:`check_bytes` (one
+    seeded with the request's messages and state, :func:`aguikit.conversation.seeded_session`).
+    After ``max_errors`` errors it stops judging (:attr:`stopped`) and ignores the rest.
+
+    .. versionadded:: 0.5.0
+    """
+
+    def __init__(
+        self,
+        name: str,
+        config: CheckConfig | None = None,
+        *,
+        kind: str = "http",
+        session: Session | None = None,
+    ) -> None:
+        self.report = SourceReport(name, kind=kind)
+        self._checker = _Checker(self.report, config or CheckConfig(), session)
+        self._number = 0
+        self.stopped = False
+
+    def _new(self, before: int) -> list[Finding]:
+        return self.report.findings[before:]
+
+    def feed(self, data: dict[str, Any], where: Where = _NOWHERE) -> list[Finding]:
+        """Judge the next event (a wire dict) found at ``where``; the new findings."""
+        before = len(self.report.findings)
+        if self.stopped:
+            return []
+        self._number += 1
+        self.report.events = self._number
+        self._checker.where = where
+        try:
+            self._checker.event(self._number, data)
+        except _Stop:
+            self.stopped = True
+        return self._new(before)
+
+    def close(self, failure: DecodeError | TransportError | None = None) -> list[Finding]:
+        """
+        The stream ended, normally or with ``failure`` (its bytes stopped decoding, or the
+        connection broke): what the end says, and the runs summarised.
+        """
+        before = len(self.report.findings)
+        checker = self._checker
+        if not self.stopped:
+            try:
+                if isinstance(failure, DecodeError):
+                    checker.undecodable(failure, self._number)
+                else:
+                    if failure is not None:
+                        checker.cut(failure, self._number)
+                    checker.end(self._number)
+            except _Stop:
+                self.stopped = True
+        checker.summarise()
+        return self._new(before)
+
+
 def check_source(
     spec: str,
     config: CheckConfig,
@@ -1243,7 +1376,12 @@ def check_source(
 
 
 def check_bytes(
-    data: bytes, name: str, config: CheckConfig | None = None, *, session: Session | None = None
+    data: bytes,
+    name: str,
+    config: CheckConfig | None = None,
+    *,
+    session: Session | None = None,
+    kind: str | None = None,
 ) -> SourceReport:
     """
     :func:`check_source` for bytes in memory (the demo, a test), named ``name``.
@@ -1251,13 +1389,17 @@ def check_bytes(
     ``session`` is the session to feed instead of a fresh one, for a caller that wants the
     conversation it folds as well as the findings (:mod:`aguikit.testing`): it must be
     made with ``verify=True, validate=True, collect_issues=True, recover=True``, and may
-    start from earlier messages and state, or keep what it delivered.
+    start from earlier messages and state, or keep what it delivered.  ``kind``
+    (``sse``, ``jsonl`` or ``proto``) names the framing when the caller knows it (an HTTP
+    response's content type) instead of sniffing it from the bytes.
+
+    .. versionchanged:: 0.5.0  ``kind``.
     """
     config = config or CheckConfig()
     report = SourceReport(name)
     checker = _Checker(report, config, session)
     reader = _Reader(name, config, report, checker.add)
-    checker.run(reader._bytes(iter([data])), lambda n: None)
+    checker.run(reader._bytes(iter([data]), kind), lambda n: None)
     return report
 
 

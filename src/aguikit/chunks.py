@@ -19,10 +19,13 @@ is closed (its ``*_END`` synthesized, before the event that closed it):
   lane: ``TEXT_MESSAGE_*``, ``TOOL_CALL_*`` (``TOOL_CALL_RESULT`` included), ``STEP_*``,
   ``STATE_SNAPSHOT``, ``STATE_DELTA``, ``CUSTOM``, ``REASONING_START``/``REASONING_END`` and
   ``REASONING_MESSAGE_*``;
-* when an explicit event carries the identifier the chunk stream is assembling, in any lane
-  (the two spellings do not mix within one item: the explicit event ends the shorthand,
-  and what it says is judged by the triad rules, so an explicit ``TEXT_MESSAGE_CONTENT``
-  for a chunk-opened message is content for a closed message, ``AGUI-V012``);
+* when an explicit content or end event carries the identifier the chunk stream is
+  assembling, in any lane (the two spellings do not mix within one item: the explicit
+  event ends the shorthand, and what it says is judged by the triad rules, so an explicit
+  ``TEXT_MESSAGE_CONTENT`` for a chunk-opened message is content for a closed message,
+  ``AGUI-V012``); an explicit start (or a tool call's result) from another lane ends
+  nothing, since closing is by lane, and is judged against the item still open (a second
+  start of it is refused, as the official client refuses it);
 * when a run-level event arrives (``RUN_STARTED``, ``RUN_FINISHED``, ``RUN_ERROR``,
   ``MESSAGES_SNAPSHOT``), which closes every lane, or the owner's ``SUBAGENT_FINISHED`` /
   ``SUBAGENT_ERROR``, which closes that subagent's lane;
@@ -508,18 +511,28 @@ class ChunkNormalizer:
 
     # ---- explicit events ------------------------------------------------------------------
 
-    def _explicit(self, kind: _Kind, entity_id: str, lane: str | None, event: Event) -> list[Event]:
+    def _explicit(
+        self, kind: _Kind, entity_id: str, lane: str | None, event: Event, *, opens: bool = False
+    ) -> list[Event]:
         """
         An explicit event naming ``entity_id`` arrives in ``lane`` (its ``subagentRunId``;
-        absent, the parent agent's): a chunk stream assembling that id ends, in whatever
-        lane (the two spellings do not mix within one item: an explicit event for it is not
-        a continuation), and so does the lane's own chunk stream.
+        absent, the parent agent's): the lane's chunk stream ends, whichever item it is
+        assembling (an explicit event for that item is not a continuation: the two spellings
+        do not mix within one item).
+
+        A chunk stream of *another* lane assembling ``entity_id`` ends too when the event
+        continues or ends that item (its content or end, which the triad rules then refuse
+        as for a closed item, ``AGUI-V012``/``V014``/``V024``), but not when it ``opens``
+        one (a start, or a tool call's result): "Closing a chunk stream" closes by lane, so
+        the item is still open and a second start of it is ``AGUI-V011``/``V013``/``V023``,
+        a result for it ``AGUI-V015``, as the official client refuses them ("already in
+        progress").
         """
         key = (kind, entity_id)
         # Both lookups before either close, so an unhashable id or tag (an in-process
         # producer skipping the wire parser) raises with nothing closed yet.
-        assembling, owned = key in self._by_id, lane in self._lanes
-        out = self._close_lane(self._by_id[key]) if assembling else []
+        assembler, owned = self._by_id.get(key, lane), lane in self._lanes
+        out = [] if opens or assembler == lane else self._close_lane(assembler)
         if owned:
             out.extend(self._close_lane(lane))
         out.append(event)
@@ -528,22 +541,31 @@ class ChunkNormalizer:
     def _text(
         self, event: TextMessageStartEvent | TextMessageContentEvent | TextMessageEndEvent
     ) -> list[Event]:
-        return self._explicit(_Kind.TEXT, event.message_id, event.subagent_run_id, event)
+        opens = isinstance(event, TextMessageStartEvent)
+        return self._explicit(
+            _Kind.TEXT, event.message_id, event.subagent_run_id, event, opens=opens
+        )
 
     def _tool(
         self,
         event: ToolCallStartEvent | ToolCallArgsEvent | ToolCallEndEvent | ToolCallResultEvent,
     ) -> list[Event]:
-        # A result is a message of its own, in its own lane; it carries the call's id, so a
-        # chunk stream still assembling that call ends first (or the result would overtake
-        # the end this normalizer owes).
-        return self._explicit(_Kind.TOOL, event.tool_call_id, event.subagent_run_id, event)
+        # A result is a message of its own, in its own lane: it does not end another lane's
+        # chunk stream assembling its call (that call is still open, which the verifier
+        # judges).
+        opens = isinstance(event, ToolCallStartEvent | ToolCallResultEvent)
+        return self._explicit(
+            _Kind.TOOL, event.tool_call_id, event.subagent_run_id, event, opens=opens
+        )
 
     def _reasoning(
         self,
         event: ReasoningMessageStartEvent | ReasoningMessageContentEvent | ReasoningMessageEndEvent,
     ) -> list[Event]:
-        return self._explicit(_Kind.REASONING, event.message_id, event.subagent_run_id, event)
+        opens = isinstance(event, ReasoningMessageStartEvent)
+        return self._explicit(
+            _Kind.REASONING, event.message_id, event.subagent_run_id, event, opens=opens
+        )
 
     def _in_lane(
         self,

@@ -33,9 +33,11 @@ import json
 import sys
 import time
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
+
+import attrs
 
 from ._generated.registry import UNIONS
 from .catalogue import Severity, find_rule, suggest_rule
@@ -50,6 +52,7 @@ from .checker import (
     Unreadable,
     check_source,
     expand_sources,
+    is_recording,
     load_config,
     open_events,
 )
@@ -263,12 +266,24 @@ def _check_all(
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=min(jobs, len(specs))) as pool:
-            return list(pool.map(check_source, specs, [config] * len(specs)))
+            return list(pool.map(_check_one, specs, [config] * len(specs)))
     reports = []
     for spec in specs:
-        reports.append(check_source(spec, config, tick=progress.tick))
+        reports.append(_check_one(spec, config, tick=progress.tick))
         progress.done()
     return reports
+
+
+def _check_one(
+    spec: str, config: CheckConfig, tick: Callable[[int], None] = lambda n: None
+) -> SourceReport:
+    """A stream through the checker, a HAR file or recording through the conversation's
+    judge (exchange by exchange, then across each thread)."""
+    if is_recording(spec):
+        from .conversation import check_recording  # the thread rules: a HAR file alone
+
+        return check_recording(spec, config)
+    return check_source(spec, config, tick=tick)
 
 
 def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -283,14 +298,27 @@ def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             specs.append(spec)
     fmt = args.format
     progress = _Progress(err, fmt == "text" and args.output is None and err.isatty())
-    checked = iter(_check_all([s for s in specs if s not in missing], config, args.jobs, progress))
+    readable = [s for s in specs if s not in missing]
+    page = None
+    if fmt == "html":  # the findings in the page that shows the run (aguikit view)
+        from .view import build_view
+
+        page = build_view(readable, config)
+        checked = iter(page.reports)
+    else:
+        checked = iter(_check_all(readable, config, args.jobs, progress))
     reports = [missing[s] if s in missing else next(checked) for s in specs]
     for report in reports:
         if report.unreadable is not None:
             err.write(f"aguikit: {report.unreadable}\n")
     terminal = Style.for_stream(out, no_color=args.no_color)
     # A report file never gets colour codes, whatever standard output is.
-    text = _render(fmt, reports, config, Style(False) if args.output else terminal)
+    if page is not None:
+        from .view import render_page
+
+        text = render_page(page, " ".join(readable), _version())
+    else:
+        text = _render(fmt, reports, config, Style(False) if args.output else terminal)
     if args.output is not None:
         try:
             Path(args.output).write_text(text, encoding="utf-8", errors="backslashreplace")
@@ -303,6 +331,49 @@ def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         out.write(text)
     return max((report.exit_code(config) for report in reports), default=EXIT_OK)
+
+
+# --- view -------------------------------------------------------------------------------
+
+
+def _run_view(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """
+    ``aguikit view``: the page of every readable source, written to ``--output``; a source
+    that cannot be read is reported as ``aguikit check`` reports it (exit 2), and no page
+    is written when none could be read.
+    """
+    from .view import build_view, render_page
+
+    config = _config(args)
+    if args.max_errors is None:  # a page shows everything after each violation
+        config = attrs.evolve(config, max_errors=sys.maxsize)
+    specs: list[str] = []
+    code = EXIT_OK
+    for spec in args.source:
+        try:
+            specs.extend(s for s in expand_sources([spec]) if s not in specs)
+        except Unreadable as exc:
+            err.write(f"aguikit: {exc}\n")
+            code = EXIT_UNREADABLE
+    view = build_view(specs, config)
+    readable = []
+    for spec, report in zip(specs, view.reports, strict=True):
+        if report.unreadable is not None:
+            err.write(f"aguikit: {report.unreadable}\n")
+            code = EXIT_UNREADABLE
+        else:
+            readable.append(spec)
+    if not readable:
+        return EXIT_UNREADABLE
+    page = render_page(view, " ".join(readable), _version())
+    try:
+        Path(args.output).write_text(page, encoding="utf-8", errors="backslashreplace")
+    except OSError as exc:
+        raise Unreadable(f"cannot write --output {args.output}: {exc.strerror or exc}") from None
+    events = sum(report.events for report in view.reports)
+    findings = sum(len(report.findings) for report in view.reports)
+    out.write(f"{args.output}: {events} events, {findings} findings\n")
+    return code
 
 
 # --- replay -----------------------------------------------------------------------------
@@ -608,10 +679,16 @@ def _parser() -> argparse.ArgumentParser:
         "source",
         nargs="+",
         metavar="SOURCE",
-        help="a .sse/.jsonl/.json/.pb file, a glob, a directory, - for stdin, or an agent URL",
+        help="a .sse/.jsonl/.json/.pb file, a .har file or aguikit recording (a conversation), "
+        "a glob, a directory, - for stdin, or an agent URL",
     )
     endpoint_args(check)
-    check.add_argument("--format", choices=("text", "json", "sarif", "junit"), default="text")
+    check.add_argument(
+        "--format",
+        choices=("text", "json", "sarif", "junit", "html"),
+        default="text",
+        help="html: the page aguikit view writes, with the findings (the [view] extra)",
+    )
     check.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
     check.add_argument(
         "--strict", action="store_true", help="fail on warnings too (as --fail-on warning)"
@@ -636,6 +713,20 @@ def _parser() -> argparse.ArgumentParser:
         "--ignore", action="append", metavar="IDS", help="not these rules (ids or prefixes, ',')"
     )
     check.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="processes")
+    view = sub.add_parser(
+        "view",
+        help="write one offline HTML page showing the runs, state, conversation and findings",
+        description="Render sources (anything check reads) as one self-contained HTML file; "
+        "see docs/view.md. Needs the [view] extra (Jinja2).",
+    )
+    view.add_argument("source", nargs="+", metavar="SOURCE", help="as for check")
+    endpoint_args(view)
+    view.add_argument("--output", "-o", metavar="FILE", required=True, help="the page to write")
+    view.add_argument(
+        "--max-errors", type=int, metavar="N", help="stop reading a source after N errors (never)"
+    )
+    for name in ("select", "ignore"):
+        view.add_argument(f"--{name}", action="append", metavar="IDS", help=f"as check --{name}")
     replay = sub.add_parser("replay", help="print the conversation a stream materialises")
     convert = sub.add_parser("convert", help="re-encode a stream as SSE, JSONL or protobuf")
     for one_source in (replay, convert):
@@ -660,7 +751,110 @@ def _parser() -> argparse.ArgumentParser:
     )
     schema = sub.add_parser("schema", help="print the bundled JSON Schema, or one definition")
     schema.add_argument("definition", nargs="?", metavar="DEFINITION")
+    proxy = sub.add_parser(
+        "proxy",
+        help="forward a UI's requests to an agent, judging and recording both directions",
+        description="A reverse proxy between a UI and an AG-UI agent: every byte forwarded "
+        "as it arrives, each finding printed as it happens, a summary on exit "
+        "(needs 'aguikit[proxy]'); see docs/proxy.md.",
+    )
+    target = proxy.add_mutually_exclusive_group(required=True)
+    target.add_argument("--upstream", metavar="URL", help="the agent's endpoint")
+    target.add_argument(
+        "--replay", metavar="FILE", help="serve a recording (HAR) as the agent instead"
+    )
+    proxy.add_argument("--record", metavar="DIR", help="write each thread as DIR/<thread>.har")
+    proxy.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    proxy.add_argument("--port", type=int, default=8080, help="port to listen on (8080)")
+    proxy.add_argument(
+        "--no-validate", action="store_true", help="forward (and record) without judging"
+    )
+    proxy.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="upstream read timeout (none)"
+    )
+    faults = proxy.add_argument_group("replay timing and faults (with --replay)")
+    faults.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        metavar="X",
+        help="replay X times as fast as recorded; 0 sends without pauses (1)",
+    )
+    faults.add_argument(
+        "--cut-after-events", type=int, metavar="N", help="drop the connection after N events"
+    )
+    faults.add_argument(
+        "--cut-after-bytes", type=int, metavar="N", help="drop the connection after N bytes"
+    )
+    faults.add_argument("--stall", type=float, metavar="SECONDS", help="pause this long ...")
+    faults.add_argument(
+        "--stall-after", type=int, default=1, metavar="N", help="... after event N (1)"
+    )
+    faults.add_argument(
+        "--buffer", action="store_true", help="deliver the whole answer in one write"
+    )
+    faults.add_argument("--duplicate", type=int, metavar="N", help="send event N twice")
+    faults.add_argument("--drop", type=int, metavar="N", help="never send event N")
+    faults.add_argument("--drop-keepalives", action="store_true", help="strip SSE comment lines")
+    doctor = sub.add_parser(
+        "doctor",
+        help="run one request through your infrastructure and say what it does to the stream",
+        description="POST one run request to URL (through your proxies and load balancers) "
+        "and report buffering, stripped keep-alives, idle timeouts, compression, the content "
+        "type and HTTP/1.0, each with its fix; exit 0 clean, 1 problems, 2 unreachable.",
+    )
+    doctor.add_argument("url", metavar="URL")
+    endpoint_args(doctor)
     return parser
+
+
+def _run_proxy(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        import uvicorn  # noqa: F401
+    except ImportError:
+        err.write("aguikit: the proxy needs uvicorn: pip install 'aguikit[proxy]'\n")
+        return EXIT_UNREADABLE
+    from .proxy import ProxyApp, serve
+
+    if args.replay is not None:
+        from .replay import Faults, ReplayApp
+
+        faults = Faults(
+            speed=args.speed,
+            cut_after_events=args.cut_after_events,
+            cut_after_bytes=args.cut_after_bytes,
+            stall=args.stall,
+            stall_after=args.stall_after,
+            buffer=args.buffer,
+            duplicate=args.duplicate,
+            drop=args.drop,
+            drop_keepalives=args.drop_keepalives,
+        )
+        try:
+            replay = ReplayApp.open(Path(args.replay), faults)
+        except (AguiError, ValueError) as unusable:
+            err.write(f"aguikit: cannot replay {args.replay}: {unusable}\n")
+            return EXIT_UNREADABLE
+        serve(replay, host=args.host, port=args.port, out=out)
+        return EXIT_OK
+    app = ProxyApp(
+        args.upstream,
+        out=out,
+        record=Path(args.record) if args.record else None,
+        validate=not args.no_validate,
+        timeout=args.timeout,
+    )
+    serve(app, host=args.host, port=args.port, out=out)  # the app prints its summary
+    return EXIT_OK
+
+
+def _run_doctor(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .doctor import diagnose
+
+    config = _config(args)
+    diagnosis = diagnose(args.url, config)
+    out.write(diagnosis.render() + "\n")
+    return diagnosis.exit_code
 
 
 def _tune_collector() -> None:
@@ -687,7 +881,7 @@ def main(argv: list[str] | None = None) -> int:
         over every source checked).
     """
     args = _parser().parse_args(argv)
-    if args.command in ("check", "replay", "demo"):
+    if args.command in ("check", "replay", "demo", "view"):
         _tune_collector()
     out, err = sys.stdout, sys.stderr
     for stream in (out, err):
@@ -707,6 +901,12 @@ def main(argv: list[str] | None = None) -> int:
             return _run_demo(out, err)
         if args.command == "check":
             return _run_check(args, out, err)
+        if args.command == "proxy":
+            return _run_proxy(args, out, err)
+        if args.command == "doctor":
+            return _run_doctor(args, out, err)
+        if args.command == "view":
+            return _run_view(args, out, err)
         config = _config(args)
         source = "<stdin>" if args.source == "-" else args.source
         if args.command == "convert":

@@ -45,12 +45,13 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from . import _observe
 from .catalogue import RULES_BY_SYMBOL
@@ -88,6 +89,11 @@ GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
 GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+TOKEN_USAGE_METRIC: Final = "gen_ai.client.token.usage"
+"""The GenAI conventions' token histogram: one point per usage entry and token type."""
+_TOKEN_BUCKETS: Final = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
+"""The conventions' advised bucket boundaries for ``gen_ai.client.token.usage``."""
 ERROR_TYPE: Final = "error.type"
 INVOKE_AGENT: Final = "invoke_agent"
 EXECUTE_TOOL: Final = "execute_tool"
@@ -199,6 +205,12 @@ class Telemetry:
             unit="s",
             description="From the run's start to its first event after RUN_STARTED",
         )
+        self.token_usage = meter.create_histogram(
+            TOKEN_USAGE_METRIC,
+            unit="{token}",
+            description="Number of input and output tokens used",
+            explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
+        )
         self._pending: OrderedDict[tuple[str, str, str], Span] = OrderedDict()
         """Frontend tool spans by (side, thread id, call id): one process may hold both ends."""
         self._lock = threading.Lock()
@@ -219,9 +231,10 @@ class Telemetry:
         when neither a tracer nor a meter would record anything.
 
         ``side`` is ``"server"`` (a ``SERVER`` span: the writer), ``"client"`` (``CLIENT``:
-        the clients) or ``"proxy"`` (``SERVER``: one span per proxied exchange, whose
-        :meth:`ObservedRun.headers` the proxy forwards upstream, so the agent's run
-        nests under it); it is also the metrics' ``agui.side``.
+        the clients) or ``"proxy"`` (``SERVER``: one span per proxied exchange, a child
+        of the caller's, linking the agent's run its ``RUN_STARTED`` names, since
+        ``aguikit proxy`` forwards the request unchanged); it is also the metrics'
+        ``agui.side``.
 
         Raises:
             ValueError: ``side`` is none of those.
@@ -302,6 +315,10 @@ class Telemetry:
             span.set_attribute("agui.tool.unanswered", True)
             span.end()
 
+
+_W3C: Final = TraceContextTextMapPropagator()
+"""``RUN_STARTED.metadata`` carries a W3C ``traceparent`` whatever propagator the process
+configured for its headers."""
 
 _KINDS: Final = {"server": SpanKind.SERVER, "client": SpanKind.CLIENT, "proxy": SpanKind.SERVER}
 
@@ -511,7 +528,7 @@ class ObservedRun:
         attributes["agui.event.index"] = sum(self._counts.values()) - 1
         self._owners.get(owner, self.span).add_event(name, attributes)
 
-    def _finish(self, outcome: str) -> None:
+    def _finish(self, outcome: str, usage: Sequence[Any] | None = None) -> None:
         self.ended = True
         now = time.perf_counter()
         span = self.span
@@ -537,12 +554,63 @@ class ObservedRun:
             telemetry.first_event.record(self._first - self._started, {"agui.side": side})
         for kind, count in self._counts.items():
             telemetry.events.add(count, {"agui.event.type": kind, "agui.side": side})
+        if usage:
+            self._record_usage(usage)
+
+    def _record_usage(self, usage: Sequence[Any]) -> None:
+        """
+        ``gen_ai.client.token.usage``: each entry's input and output counts, by token type,
+        provider and model, as the GenAI conventions record one model call's.  A count the
+        entry does not report is no data point (absent is not zero); cached, cache-write
+        and reasoning counts are parts of these two, so they add no point of their own.
+        """
+        telemetry = self.telemetry
+        for entry in usage:
+            attributes: dict[str, Any] = {
+                GEN_AI_OPERATION_NAME: INVOKE_AGENT,
+                "agui.side": self.side,
+            }
+            if telemetry.agent_name:
+                attributes[GEN_AI_AGENT_NAME] = telemetry.agent_name
+            if entry.provider is not None:
+                attributes[GEN_AI_PROVIDER_NAME] = entry.provider
+            if entry.model is not None:
+                attributes[GEN_AI_RESPONSE_MODEL] = entry.model
+            for token_type, count in (
+                ("input", entry.input_tokens),
+                ("output", entry.output_tokens),
+            ):
+                if isinstance(count, int):
+                    telemetry.token_usage.record(
+                        count, {**attributes, GEN_AI_TOKEN_TYPE: token_type}
+                    )
 
     # -- one handler per event type that shapes the tree ---------------------------------
 
     def _run_started(self, event: Any) -> None:
         if event.protocol_version is not None:
             self.span.set_attribute("agui.protocol.version", event.protocol_version)
+        if self.side == "proxy":
+            self._link_upstream(event)
+
+    def _link_upstream(self, event: Any) -> None:
+        """
+        A proxy's exchange span links the agent's run span that the ``RUN_STARTED`` it
+        relays names (``metadata["aguikit.otel"]["traceparent"]``, an aguikit agent's), so
+        the exchange reaches both sides: its parent is the caller's span (the request's
+        ``traceparent``), its link the agent's run, whether or not the proxy forwarded
+        its own context upstream.
+        """
+        metadata = event.metadata
+        carried = metadata.get(METADATA_KEY) if isinstance(metadata, Mapping) else None
+        traceparent = carried.get("traceparent") if isinstance(carried, Mapping) else None
+        if not isinstance(traceparent, str):
+            return
+        upstream = trace.get_current_span(
+            _W3C.extract({"traceparent": traceparent})
+        ).get_span_context()
+        if upstream.is_valid:
+            self.span.add_link(upstream, {"agui.run.id": event.run_id})
 
     def _run_finished(self, event: Any) -> None:
         if event.run_id != self.run_id:  # an earlier run the stream replays first
@@ -563,7 +631,7 @@ class ObservedRun:
                 self._note("agui.interrupt", None, found)
         if self.telemetry.capture_content and event.result is not None:
             span.set_attribute("agui.run.result", self.telemetry.clip(event.result))
-        self._finish(outcome)
+        self._finish(outcome, event.usage)
 
     def _run_error(self, event: Any) -> None:
         span = self.span
@@ -572,7 +640,7 @@ class ObservedRun:
             span.set_attributes(attributes)
         span.set_attribute(ERROR_TYPE, event.code or "RUN_ERROR")
         span.set_status(Status(StatusCode.ERROR, event.code or "RUN_ERROR"))
-        self._finish("error")
+        self._finish("error", event.usage)
 
     def _step_started(self, event: Any) -> None:
         owner = event.subagent_run_id
@@ -729,42 +797,117 @@ short span, and without its text it would say only that a message ended)."""
 
 _ENDING: Final = {
     "RUN_FINISHED": lambda observer, event: (
-        observer._finish(_outcome(event)) if event.run_id == observer.run_id else None
+        observer._finish(_outcome(event), event.usage) if event.run_id == observer.run_id else None
     ),
-    "RUN_ERROR": lambda observer, event: observer._finish("error"),
+    "RUN_ERROR": lambda observer, event: observer._finish("error", event.usage),
 }
 """The table of a run no tracer records (metrics only): its end is all that matters."""
 
 
-class AguikitInstrumentor:
+class _ApiOnlyInstrumentor:
+    """
+    ``opentelemetry-instrumentation``'s ``BaseInstrumentor`` as :class:`AguikitInstrumentor`
+    uses it, for a process without that package (``aguikit[otel]`` needs only the API): one
+    instance per class, ``instrument()`` once until ``uninstrument()``, the same options
+    accepted.  With the package installed the real base is used instead, so
+    ``opentelemetry-instrument`` and its dependency checks see an ordinary instrumentor.
+    """
+
+    _instance: Any = None
+    _is_instrumented_by_opentelemetry = False
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls._instance is None:
+            cls._instance = object.__new__(cls)
+        return cls._instance
+
+    @property
+    def is_instrumented_by_opentelemetry(self) -> bool:
+        """Whether :meth:`instrument` is in effect."""
+        return self._is_instrumented_by_opentelemetry
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        raise NotImplementedError
+
+    def _instrument(self, **options: Any) -> Any:
+        raise NotImplementedError
+
+    def _uninstrument(self, **options: Any) -> Any:
+        raise NotImplementedError
+
+    def instrument(self, **options: Any) -> Any:
+        """Instrument once (a second call warns and returns ``None``); the base's own
+        options (``skip_dep_check``, ``raise_exception_on_conflict``) are accepted and
+        have nothing to check."""
+        if self._is_instrumented_by_opentelemetry:
+            LOGGER.warning("Attempting to instrument while already instrumented")
+            return None
+        options.pop("skip_dep_check", None)
+        options.pop("raise_exception_on_conflict", None)
+        result = self._instrument(**options)
+        self._is_instrumented_by_opentelemetry = True
+        return result
+
+    def uninstrument(self, **options: Any) -> Any:
+        """Undo :meth:`instrument` (a warning when it is not in effect)."""
+        if not self._is_instrumented_by_opentelemetry:
+            LOGGER.warning("Attempting to uninstrument while already uninstrumented")
+            return None
+        result = self._uninstrument(**options)
+        self._is_instrumented_by_opentelemetry = False
+        return result
+
+
+if TYPE_CHECKING:
+    _Instrumentor = _ApiOnlyInstrumentor
+else:
+    try:
+        from opentelemetry.instrumentation.instrumentor import BaseInstrumentor as _Instrumentor
+    except ImportError:  # aguikit[otel] alone: the API, not the instrumentation package
+        _Instrumentor = _ApiOnlyInstrumentor
+
+
+class AguikitInstrumentor(_Instrumentor):
     """
     Observe every run of the process, in the ``opentelemetry-instrumentation`` style:
     ``AguikitInstrumentor().instrument()`` makes every :class:`~aguikit.server.RunWriter`
     (so every endpoint), :class:`~aguikit.AgentClient` and :class:`~aguikit.Agent` built
     without a ``telemetry=`` argument use one :class:`Telemetry`; ``uninstrument()``
-    stops it.  The keyword arguments are :class:`Telemetry`'s.
+    stops it.  The keyword arguments of ``instrument()`` are :class:`Telemetry`'s.
+
+    With ``opentelemetry-instrumentation`` installed (``pip install
+    'aguikit[otel-instrument]'``) it is a ``BaseInstrumentor``, registered under the
+    ``opentelemetry_instrumentor`` entry point ``aguikit``, so ``opentelemetry-instrument
+    python app.py`` switches it on with every other instrumentation (and
+    ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=aguikit`` leaves it off).  Without it the
+    same class works on the API alone.  Either way it is one instance per process, and a
+    second ``instrument()`` before ``uninstrument()`` warns and changes nothing.
+
+    .. versionchanged:: 0.4.0
+       A ``BaseInstrumentor`` when ``opentelemetry-instrumentation`` is installed, and an
+       ``opentelemetry_instrumentor`` entry point.
     """
 
     _telemetry: Telemetry | None = None
 
-    def instrumentation_dependencies(self) -> tuple[str, ...]:
-        """The packages this instruments: aguikit itself (the instrumentation convention)."""
-        return ("aguikit",)
+    def instrumentation_dependencies(self) -> Collection[str]:
+        """
+        The packages that must be installed for :meth:`instrument` to act: none to check,
+        since what this instruments is aguikit, which ships it (naming ``aguikit`` would
+        only make a source checkout without package metadata refuse to instrument).
+        """
+        return ()
 
-    @property
-    def is_instrumented_by_opentelemetry(self) -> bool:
-        """Whether :meth:`instrument` is in effect."""
-        return AguikitInstrumentor._telemetry is not None
-
-    def instrument(self, **options: Any) -> Telemetry:
+    def _instrument(self, **options: Any) -> Telemetry:
         """Install a :class:`Telemetry` built from ``options`` for every run; returns it."""
         telemetry = Telemetry(**options)
         AguikitInstrumentor._telemetry = telemetry
         _observe.install(telemetry)
         return telemetry
 
-    def uninstrument(self) -> None:
-        """Stop observing runs that were not given their own ``telemetry=``."""
+    def _uninstrument(self, **options: Any) -> None:
+        """Stop observing runs that were not given their own ``telemetry=``, ending the
+        frontend tool spans still waiting."""
         if AguikitInstrumentor._telemetry is not None:
             AguikitInstrumentor._telemetry.shutdown()
         AguikitInstrumentor._telemetry = None

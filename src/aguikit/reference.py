@@ -42,6 +42,7 @@ _STAGE_TITLES: Final = {
     Stage.EVENT_LOG: "Logging a run (aguikit.server event logs)",
     Stage.THREAD_STORE: "Keeping threads (aguikit.server thread stores)",
     Stage.CHECKER: "What `aguikit check` looks at beyond the pipeline",
+    Stage.CONVERSATION: "Conversations: requests and the thread across runs",
 }
 
 _REPORTED_AS: Final = {
@@ -72,6 +73,9 @@ _REPORTED_AS: Final = {
     "carrying the rule id",
     Stage.CLIENT: "a line of `AgentClient.request_warnings` (the id and the symbol, then the "
     "message) and a record on the `aguikit` logger; the request is still sent",
+    Stage.CONVERSATION: "a finding of `aguikit check` on a HAR file or recording "
+    "(`aguikit.checker.Finding`, with its `exchange`), and a problem of the test kit's "
+    "`Conversation`; `AGUI-R001` is also `aguikit.conversation.read_har`'s `DecodeError`",
 }
 
 

@@ -100,8 +100,10 @@ class Style:
 
 
 def _finding_line(source: str, f: Finding, style: Style) -> str:
-    head = f"{source}:{f.line}" if f.line is not None else source
+    head = f"{source}:{f.line}" if f.line is not None and f.exchange is None else source
     where = f"event {f.event}" if f.event is not None else "stream"
+    if f.exchange is not None:  # a conversation: the exchange, then its request or event
+        where = f"exchange {f.exchange} " + (f"event {f.event}" if f.event else "request")
     etype = f" {f.event_type}" if f.event_type else ""
     label = {
         Severity.ERROR: style.red("error"),
@@ -110,6 +112,8 @@ def _finding_line(source: str, f: Finding, style: Style) -> str:
     }[f.severity]
     pointer = f" at {f.pointer}" if f.pointer else ""
     place = [f.rule] if f.code != f.rule else []
+    if f.exchange is not None and f.line is not None:
+        place.append(f"line {f.line}")
     if f.frame is not None:
         place.append(f"frame {f.frame}")
     if f.byte_offset is not None:
@@ -291,12 +295,16 @@ def _fingerprint(finding: Finding, uri: str, seen: dict[str, int]) -> str:
     key = "\x1f".join(
         (finding.rule, finding.code, finding.event_type or "", finding.pointer or "", uri)
     )
+    if finding.exchange is not None:  # a conversation's exchanges keep their order
+        key += f"\x1fexchange {finding.exchange}"
     seen[key] = occurrence = seen.get(key, 0) + 1
     return f"{hashlib.sha256(key.encode('utf-8')).hexdigest()[:32]}:{occurrence}"
 
 
 def _region(finding: Finding) -> dict[str, Any]:
     """Where the finding's event starts; line 1 for what no event locates (the end)."""
+    if finding.exchange is not None:  # lines and bytes count in a body inside the file
+        return {"startLine": 1}
     region: dict[str, Any] = {"startLine": finding.line or 1}
     if finding.byte_offset is not None:
         region["byteOffset"] = finding.byte_offset
@@ -349,10 +357,20 @@ def render_sarif(reports: Sequence[SourceReport], config: CheckConfig, version: 
                     "count": f.count,
                     "consequenceOf": f.consequence_of,
                     "code": f.code,
+                    "exchange": f.exchange,
+                    "bodyLine": f.line if f.exchange is not None else None,
+                    "bodyByteOffset": f.byte_offset if f.exchange is not None else None,
                 }.items()
                 if value is not None
             }
             where = f" (event {f.event} {f.event_type or ''})".rstrip() if f.event else ""
+            if f.exchange is not None:
+                inside = f"event {f.event} {f.event_type or ''}".rstrip() if f.event else "request"
+                where = f" (exchange {f.exchange}, {inside})"
+            logical = f"event/{f.event}{f.pointer or ''}" if f.event is not None else None
+            if f.exchange is not None:
+                inner = logical or f"request{f.pointer or ''}"
+                logical = f"exchange/{f.exchange}/{inner}"
             results.append(
                 {
                     "ruleId": f.rule,
@@ -365,10 +383,8 @@ def render_sarif(reports: Sequence[SourceReport], config: CheckConfig, version: 
                                 "artifactLocation": {"uri": uri},
                                 "region": _region(f),
                             },
-                            "logicalLocations": [
-                                {"fullyQualifiedName": f"event/{f.event}{f.pointer or ''}"}
-                            ]
-                            if f.event is not None
+                            "logicalLocations": [{"fullyQualifiedName": logical}]
+                            if logical is not None
                             else [],
                         }
                     ],
@@ -442,7 +458,9 @@ def render_junit(reports: Sequence[SourceReport], config: CheckConfig, version: 
         suite_failures = suite_errors = 0
         for number in numbers:
             run = report.runs[number - 1] if 0 < number <= len(report.runs) else None
-            name = "stream" if run is None else f"run {number}"  # not its id: minted anew
+            # Not the run's id: minted anew.  A conversation's requests are its thread's.
+            outside = "thread" if report.kind == "conversation" else "stream"
+            name = outside if run is None else f"run {number}"
             bad = [f for f in groups.get(number, []) if floor[f.severity] >= fails]
             if run is not None and run.status == "error" and config.fail_on_run_error:
                 bad = bad or [f for f in groups.get(number, []) if f.rule == "AGUI-K007"]

@@ -55,6 +55,7 @@ from .checker import (
     open_events,
 )
 from .client import prepare_input
+from .conversation import Exchange, check_exchanges
 from .errors import AguiError
 from .interop import is_sdk_model, sdk_wire
 from .session import Session, SessionWarning
@@ -343,6 +344,16 @@ def judge_stream(
     )
 
 
+def _describe_thread(finding: Finding) -> str:
+    """A thread rule's finding (its exchange, the request or an event), for an assertion."""
+    place = "request" if finding.event is None else f"event {finding.event}"
+    if finding.event is not None and finding.event_type:
+        place += f" {finding.event_type}"
+    label = "" if finding.severity is Severity.ERROR else f"{finding.severity.value} "
+    field = f" at {finding.pointer}" if finding.pointer else ""
+    return f"exchange {finding.exchange} {place}: {label}{finding.rule}{field}: {finding.message}"
+
+
 def _failure(label: str, problems: Iterable[str]) -> str:
     problems = list(problems)
     noun = "problem" if len(problems) == 1 else "problems"
@@ -579,6 +590,16 @@ class Conversation:
     """
     Several runs on one thread, as a UI drives them: each turn sends the whole
     conversation so far and the last state, and keeps what the agent answered.
+
+    Each turn is also judged as the next exchange of the thread
+    (:func:`aguikit.conversation.check_exchanges`, the pass ``aguikit check`` runs on a
+    HAR file): the request against the run before it (an interrupt left unanswered, a
+    pending tool call without its result, an ``encryptedValue`` not sent back, a history
+    that drops or re-mints a message, a state that is not the one the run left) as well
+    as the response.  A thread rule's errors fail the turn as a stream's do (warnings
+    too with ``strict``); :attr:`exchanges` keeps what was sent and received.
+
+    .. versionchanged:: 0.5.0  Applies the thread rules (``AGUI-R…``) to every turn.
     """
 
     def __init__(self, client: AgentTestClient, thread_id: str, state: Any = None) -> None:
@@ -587,6 +608,8 @@ class Conversation:
         self.messages: list[Message] = []
         self.state: Any = {} if state is None else state
         self.results: list[RunResult] = []
+        self.exchanges: list[Exchange] = []
+        """Every turn's request body and response bytes, as a conversation's exchanges."""
 
     def add_tool_result(self, tool_call_id: str, content: Any) -> None:
         """Answer a frontend tool call: the tool message the next turn carries."""
@@ -611,13 +634,35 @@ class Conversation:
         return fields
 
     def _keep(self, result: RunResult) -> RunResult:
+        __tracebackhide__ = True
+        body = self.client.requests[-1]
+        self.exchanges.append(Exchange.of(len(self.exchanges) + 1, body, result.raw or b""))
+        report = check_exchanges(self.exchanges, self.client.url)
+        number = len(self.exchanges)
+        lines = tuple(
+            _describe_thread(f)
+            for f in report.findings
+            if f.exchange == number
+            and f.rule.startswith("AGUI-R")  # the stream's own: judged by the run already
+            and _counts(f, self.client.strict)
+        )
+        if lines:
+            if self.client.verify:
+                raise AssertionError(_failure(f"{self.client.url} (thread)", lines))
+            result = attrs.evolve(result, problems=result.problems + lines)
         self.messages = list(result.messages)
         self.state = result.state
         self.results.append(result)
         return result
 
     def run(self, text: str | None = None, **fields: Any) -> RunResult:
-        """One turn: ``text`` as a new user message (or none), then the agent's answer."""
+        """
+        One turn: ``text`` as a new user message (or none), then the agent's answer.
+
+        Raises:
+            AssertionError: The response broke the protocol, or the request broke a
+                thread rule against the run before it (when the client verifies).
+        """
         __tracebackhide__ = True
         return self._keep(self.client.run(None, **self._fields(text, fields)))
 

@@ -56,6 +56,7 @@ __all__ = [
     "EventLogError",
     "EventLogFull",
     "MemoryEventLog",
+    "Owner",
     "lost_run_error",
     "parse_id",
     "prelude",
@@ -111,6 +112,11 @@ MAX_ID_DIGITS: Final = 19
 """The longest event id read (``2**63`` events is more than any run logs): a longer
 ``Last-Event-ID`` is one this server never issued, never a 4,300-digit ``int()``."""
 
+CANCEL_POLL: Final = 0.25
+"""Seconds between two looks of a producing worker at its run's cancel flag
+(:meth:`EventLog.cancel_requested`): a cancel request on any worker stops the run within
+about this plus the handler's next ``await``."""
+
 _TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 
 
@@ -123,6 +129,22 @@ class EventLogFull(AguiError):
     """
 
     rule = "AGUI-E024"
+
+
+@attrs.frozen
+class Owner:
+    """
+    Who started a run, kept with it in the log from its claim: the ``threadId`` of the
+    starting request and the principal the endpoint's ``authorize`` hook named for it
+    (``None`` without a hook).  A resume, join or cancel must name the same thread and
+    principal, on whichever worker it lands, so the record lives in the log, not in the
+    process that started the run.
+
+    .. versionadded:: 0.4.0
+    """
+
+    thread_id: str
+    principal: str | None = None
 
 
 def parse_id(event_id: str | None) -> int | None:
@@ -142,12 +164,13 @@ def parse_id(event_id: str | None) -> int | None:
 class EventLog(Protocol):
     """What :func:`aguikit.server.agui_endpoint` needs from an event log."""
 
-    async def claim(self, run_id: str) -> bool:
+    async def claim(self, run_id: str, owner: Owner | None = None) -> bool:
         """
         Take ``run_id`` for a new run: ``True`` for exactly one caller while the run's log
         exists (on every worker sharing the log), ``False`` for every other.  Atomic, so
         two requests racing to start the same run id cannot both start it; a claimed run
-        is never released while it runs (``ttl`` counts from its end).
+        is never released while it runs (``ttl`` counts from its end).  ``owner`` is
+        stored with the run in the same step (:meth:`owner`).
 
         Raises:
             EventLogFull: the log is full and takes no new run (the endpoint's ``503``).
@@ -174,6 +197,21 @@ class EventLog(Protocol):
 
     async def readers(self, run_id: str) -> int:
         """How many readers follow ``run_id`` now (on every worker sharing the log)."""
+
+    async def owner(self, run_id: str) -> Owner | None:
+        """Who claimed ``run_id`` (:meth:`claim`), or ``None`` when the log does not hold
+        the run (unknown, expired) or it was logged without a claim."""
+
+    async def cancel(self, run_id: str) -> bool:
+        """
+        Ask the producer of ``run_id``, on whichever worker, to cancel it
+        (:meth:`cancel_requested`); returns whether the run is still running (``False``:
+        unknown, expired or ended), so a caller asks again to learn when it ended.
+        """
+
+    async def cancel_requested(self, run_id: str) -> bool:
+        """Whether :meth:`cancel` was asked for ``run_id``: the producing worker polls it
+        (at most every :data:`CANCEL_POLL` seconds) and cancels its handler."""
 
     def follow(
         self, run_id: str, after: str | None
@@ -203,6 +241,8 @@ class _Run:
     last: int = 0
     done: bool = False
     ended: float = 0.0
+    owner: Owner | None = None
+    cancel: bool = False
     changed: asyncio.Event = attrs.Factory(asyncio.Event)
 
     @property
@@ -304,13 +344,28 @@ class MemoryEventLog:
         self._expire(time.monotonic())
         return self._runs.get(run_id)
 
-    async def claim(self, run_id: str) -> bool:
+    async def claim(self, run_id: str, owner: Owner | None = None) -> bool:
         # No await from the check to the set: nothing else runs in between.
         if self._live(run_id) is not None:
             return False
         self._make_room(None)
-        self._runs[run_id] = _Run()
+        self._runs[run_id] = _Run(owner=owner)
         return True
+
+    async def owner(self, run_id: str) -> Owner | None:
+        run = self._live(run_id)
+        return None if run is None else run.owner
+
+    async def cancel(self, run_id: str) -> bool:
+        run = self._live(run_id)
+        if run is None or run.done:
+            return False
+        run.cancel = True
+        return True
+
+    async def cancel_requested(self, run_id: str) -> bool:
+        run = self._live(run_id)
+        return run is not None and run.cancel
 
     async def readers(self, run_id: str) -> int:
         return self._readers.get(run_id, 0)

@@ -30,18 +30,29 @@ import asyncio
 import contextlib
 from collections import Counter
 from collections.abc import AsyncGenerator, Callable, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 import attrs
 
-from .eventlog import EventLog
+from .eventlog import EventLog, Owner
 
 __all__ = ["FaultyLog", "Operation"]
 
-Operation = Literal["claim", "append", "end", "resumable", "read", "readers", "follow"]
+Operation = Literal[
+    "claim",
+    "append",
+    "end",
+    "resumable",
+    "read",
+    "readers",
+    "follow",
+    "owner",
+    "cancel",
+    "cancel_requested",
+]
 """The log operations a fault can be planned against (``follow``: each delivered event)."""
 
-_OPERATIONS: Final = frozenset({"claim", "append", "end", "resumable", "read", "readers", "follow"})
+_OPERATIONS: Final = frozenset(get_args(Operation))
 
 
 @attrs.frozen
@@ -156,9 +167,21 @@ class FaultyLog:
 
     # -- the EventLog interface -----------------------------------------------------------
 
-    async def claim(self, run_id: str) -> bool:
+    async def claim(self, run_id: str, owner: Owner | None = None) -> bool:
         await self._before("claim")
-        return await self.log.claim(run_id)
+        return await self.log.claim(run_id, owner)
+
+    async def owner(self, run_id: str) -> Owner | None:
+        await self._before("owner")
+        return await self.log.owner(run_id)
+
+    async def cancel(self, run_id: str) -> bool:
+        await self._before("cancel")
+        return await self.log.cancel(run_id)
+
+    async def cancel_requested(self, run_id: str) -> bool:
+        await self._before("cancel_requested")
+        return await self.log.cancel_requested(run_id)
 
     async def append(self, run_id: str, wire: Mapping[str, Any]) -> str:
         await self._before("append")

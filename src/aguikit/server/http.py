@@ -39,10 +39,6 @@ serving once:
   ("no resumption"): a disconnect cancels the handler at once (it sees
   :class:`asyncio.CancelledError` at its next ``await``, and nothing is written after
   it), so a client that stops a run stops paying for it;
-* a client that stops reading is treated as gone once one write to it has waited
-  ``send_timeout`` seconds, and an ending answer waits for its follower at most
-  :data:`SETTLE_TIMEOUT` (a cancellation a library lost cannot hang it); a log that
-  cannot answer a claim or a resume check is a ``503``;
 * resumption is an extension a producer opts into by passing an event log (a
   :class:`~aguikit.server.eventlog.MemoryEventLog` for one process, a
   :class:`~aguikit.server.redis_log.RedisEventLog` for several workers) and that the
@@ -51,7 +47,12 @@ serving once:
   connection reconnects with ``Last-Event-ID`` and gets what it missed, then the rest
   live; a run nobody follows any more is cancelled once ``resume_grace`` seconds pass
   with no reader, and a client stops it at once with a cancel request (``X-AGUI-Cancel``);
-  ``docs/resume.md`` is the protocol.
+  ``docs/resume.md`` is the protocol;
+* a client that stops reading is treated as gone once one write to it has waited
+  ``send_timeout`` seconds, and an ending answer waits for its follower at most
+  :data:`SETTLE_TIMEOUT` (a cancellation a library lost cannot hang it); a log that
+  cannot answer a claim or a resume check is a ``503``; a logged run the endpoint stops
+  on purpose ends with the cancelled outcome for whoever still reads it.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from http import HTTPStatus
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import attrs
 from starlette.applications import Starlette
@@ -92,7 +93,15 @@ from ..transport import jsonl, sse
 from ..validate import is_valid, iter_schema_errors, validate
 from ..wire import parse_run_agent_input, to_wire
 from .access import Access, Authorize, Denied, consult
-from .eventlog import EventLog, EventLogError, EventLogFull, MemoryEventLog, prelude
+from .eventlog import (
+    CANCEL_POLL,
+    EventLog,
+    EventLogError,
+    EventLogFull,
+    MemoryEventLog,
+    Owner,
+    prelude,
+)
 from .prelude import gc_paused
 from .threads import (
     THREAD_DAMAGED,
@@ -921,7 +930,10 @@ async def _reap(task: asyncio.Task[None]) -> None:
         await asyncio.wait({task}, timeout=_POLL)
 
 
-async def _consult_log(question: Awaitable[bool]) -> bool | Response:
+_T = TypeVar("_T")
+
+
+async def _consult_log(question: Awaitable[_T]) -> _T | Response:
     """The log's answer, or ``503`` when it has none: a full log (``AGUI-E024``), or one
     that failed (Redis down or stalled; its error stays in the server's log)."""
     try:
@@ -959,8 +971,9 @@ _DETACHED: Final[set[asyncio.Task[None]]] = set()
 """Runs that outlive their connection; held here so the loop does not drop them."""
 
 _RUNNING: Final[dict[tuple[int, str], _LoggedRun]] = {}
-"""The logged runs this process is running, by log (its ``id``) and run id: where a cancel
-request finds the run it names.  A run leaves it when its task ends."""
+"""The logged runs this process is running, by log (its ``id``) and run id: a cancel
+request landing on the run's own worker cancels it at once, without the log's flag.  A
+run leaves it when its task ends."""
 
 
 class _LoggedRun:
@@ -997,9 +1010,6 @@ class _LoggedRun:
         self.attached = True
         """Whether the starting connection is still there (and pacing the run)."""
         self.progress = asyncio.Event()
-        self.thread_id = response.run_input.thread_id
-        self.principal = response.principal
-        """Who started the run: a cancel request must name the same thread and principal."""
         self.last = 0
         """The last event logged."""
         self.left_at = 0
@@ -1019,6 +1029,7 @@ class _LoggedRun:
         self.key = (id(log), self.run_id)
         _RUNNING[self.key] = self
         self.task.add_done_callback(self._forget)
+        _detach(self._heed_cancel())
 
     def _expire(self) -> None:
         """A background run reached its longest life: cancelled, as a run nobody follows
@@ -1034,16 +1045,26 @@ class _LoggedRun:
             del _RUNNING[self.key]
 
     @classmethod
-    def owned(
-        cls, log: EventLog, run_id: str, thread_id: str, principal: str | None
-    ) -> _LoggedRun | None:
-        """The run ``run_id`` of ``log`` running in this process, if it was started on
-        ``thread_id`` by ``principal``; ``None`` otherwise (unknown, ended, or another's:
-        the caller cannot tell which)."""
-        run = _RUNNING.get((id(log), run_id))
-        if run is None or run.thread_id != thread_id or run.principal != principal:
-            return None
-        return run
+    def here(cls, log: EventLog, run_id: str) -> _LoggedRun | None:
+        """The run ``run_id`` of ``log`` if this process runs it."""
+        return _RUNNING.get((id(log), run_id))
+
+    async def _heed_cancel(self) -> None:
+        """Cancel the run once a cancel request flagged it in the log, on whichever worker
+        it landed: the flag is looked at every :data:`CANCEL_POLL` seconds while the run
+        runs (a look that fails or hangs is logged and the next one tried)."""
+        while not self.task.done():
+            await asyncio.wait({self.task}, timeout=CANCEL_POLL)
+            if self.task.done():
+                return
+            try:
+                asked = await asyncio.wait_for(self.log.cancel_requested(self.run_id), 3 * _POLL)
+            except Exception as exc:
+                LOGGER.warning("run %r: looking at its cancel flag failed: %r", self.run_id, exc)
+                continue
+            if asked:
+                await self.cancel()
+                return
 
     async def cancel(self) -> None:
         """Cancel the handler at once (a cancel request), waiting up to
@@ -1159,32 +1180,110 @@ def _finished(task: asyncio.Task[None]) -> None:
         LOGGER.error("a logged run's task failed", exc_info=task.exception())
 
 
+async def _owned(log: EventLog, run_input: RunAgentInput, principal: str | None) -> bool | Response:
+    """Whether the log holds ``run_input``'s run as started on its ``threadId`` by
+    ``principal`` (``False`` for an unknown, expired or foreign run alike: the caller
+    answers them the same), or ``503`` when the log cannot say."""
+    owner = await _consult_log(log.owner(run_input.run_id))
+    if isinstance(owner, Response):
+        return owner
+    return owner == Owner(run_input.thread_id, principal)
+
+
+async def _may_follow(
+    log: EventLog, authorize: Authorize | None, request: Request, run_input: RunAgentInput
+) -> Response | None:
+    """
+    ``None`` when a request carrying ``Last-Event-ID`` may follow its run, else its answer:
+    the ``authorize`` hook's refusal (action ``"join"`` with ``X-AGUI-Join``, else
+    ``"resume"``), ``503`` for a log that cannot answer, and one ``410``, byte for byte
+    the same, for a run that is unknown, expired, another thread's or another
+    principal's, or has nothing after that id: run ids cannot be probed.
+    """
+    after = request.headers["last-event-id"]
+    action: Literal["join", "resume"] = "join" if JOIN_HEADER in request.headers else "resume"
+    allowed = await _authorized(
+        authorize, request, Access(action, run_input.thread_id, run_input.run_id)
+    )
+    if isinstance(allowed, Response):
+        return allowed
+    owned = await _owned(log, run_input, allowed)
+    if isinstance(owned, Response):
+        return owned
+    if owned:
+        resumable = await _consult_log(log.resumable(run_input.run_id, after))
+        if isinstance(resumable, Response):
+            return resumable
+        if resumable:
+            return None
+    return _problem(
+        410,
+        f"run {run_input.run_id!r} has no logged events after {after!r} for this request: "
+        "unknown run, expired log, another thread's or another user's run, an id this "
+        "server never issued, or the run ended (or was cancelled, nobody following it) "
+        "with nothing after it; start a new run",
+        runId=run_input.run_id,
+        lastEventId=after,
+    )
+
+
+async def _taken(log: EventLog, run_input: RunAgentInput, principal: str | None) -> Response:
+    """The ``409`` of a start whose run id is claimed: its owner is told to follow it, any
+    other requester only that the id is taken (following another's run is refused anyway,
+    and a squatter's run must not be offered to the id's rightful owner)."""
+    owned = await _owned(log, run_input, principal)
+    if isinstance(owned, Response):
+        return owned
+    detail = (
+        "is running or ran on this server; to follow it send Last-Event-ID (0: from its "
+        "first event)"
+        if owned
+        else "is taken on this server; start your run with a new runId"
+    )
+    return _problem(409, f"run {run_input.run_id!r} {detail}", runId=run_input.run_id)
+
+
 async def _cancel(
     log: EventLog | None, authorize: Authorize | None, request: Request, run_input: RunAgentInput
 ) -> Response:
     """
-    Answer a cancel request: ``204`` once the run it names is cancelled; ``404``, the
-    same answer whatever the reason, when this endpoint runs no such run for this caller
-    (unknown, over, on another worker, started on another thread or by another principal,
-    or a connection-bound endpoint, where hanging up stops a run); the ``authorize``
-    hook's refusal as for a start.
+    Answer a cancel request: ``204`` once the run it names is cancelled (on this worker
+    at once; on another sharing the log through the log's cancel flag, waiting up to
+    :data:`_CANCEL_WAIT` seconds for the run to end); ``404``, the same answer whatever
+    the reason, when the log holds no such running run for this caller (unknown, over,
+    started on another thread or by another principal, or a connection-bound endpoint,
+    where hanging up stops a run); the ``authorize`` hook's refusal as for a start.
     """
     access = Access("cancel", run_input.thread_id, run_input.run_id)
     allowed = await _authorized(authorize, request, access)
     if isinstance(allowed, Response):
         return allowed
-    run = None
     if log is not None:
-        run = _LoggedRun.owned(log, run_input.run_id, run_input.thread_id, allowed)
-    if run is None:
-        return _problem(
-            404,
-            f"no run {run_input.run_id!r} that this request may cancel is running here "
-            "(a run bound to its connection stops when its client hangs up)",
-            runId=run_input.run_id,
-        )
-    await run.cancel()
-    return Response(status_code=204)
+        owned = await _owned(log, run_input, allowed)
+        if isinstance(owned, Response):
+            return owned
+        run = _LoggedRun.here(log, run_input.run_id) if owned else None
+        if run is not None:
+            await run.cancel()
+            return Response(status_code=204)
+        if owned:
+            running = await _consult_log(log.cancel(run_input.run_id))
+            if isinstance(running, Response):
+                return running
+            if running:
+                deadline = time.monotonic() + _CANCEL_WAIT
+                while running and time.monotonic() < deadline:
+                    await asyncio.sleep(CANCEL_POLL / 2)
+                    running = await _consult_log(log.cancel(run_input.run_id))
+                    if isinstance(running, Response):
+                        return running
+                return Response(status_code=204)
+    return _problem(
+        404,
+        f"no run {run_input.run_id!r} that this request may cancel is running here "
+        "(a run bound to its connection stops when its client hangs up)",
+        runId=run_input.run_id,
+    )
 
 
 def _jsonl_bytes(wire: Mapping[str, Any]) -> bytes:
@@ -1243,10 +1342,11 @@ def agui_endpoint(
             encoder's bytes, the answer declares ``X-AGUI-Resume``, a dropped client
             does not cancel the run at once (``resume_grace``), a request carrying
             ``Last-Event-ID`` follows the run after that id (``410`` when the log
-            cannot: unknown run, expired, an id never issued, or nothing left after it;
-            ``409`` for a run id already claimed, without the header), and one carrying
-            ``X-AGUI-Cancel`` cancels it (``204``; ``404`` for a run that is not the
-            caller's, unknown or over).  A :class:`MemoryEventLog` serves one process
+            cannot: unknown run, expired, another thread's or principal's, an id never
+            issued, or nothing left after it; ``409`` for a run id already claimed,
+            without the header), and one carrying ``X-AGUI-Cancel`` cancels it, on any
+            worker sharing the log (``204``; ``404`` for a run that is not the caller's,
+            unknown or over).  A :class:`MemoryEventLog` serves one process
             (:data:`OWN_MEMORY_LOG` builds one for this endpoint); a
             :class:`~aguikit.server.redis_log.RedisEventLog` several workers.
         resume_grace: With a log, the seconds a run goes on after its last reader left
@@ -1337,19 +1437,9 @@ def agui_endpoint(
         principal: str | None = None
         resume_after = request.headers.get("last-event-id")
         if log is not None and resume_after is not None:
-            resumable = await _consult_log(log.resumable(run_input.run_id, resume_after))
-            if isinstance(resumable, Response):
-                return resumable
-            if not resumable:
-                return _problem(
-                    410,
-                    f"run {run_input.run_id!r} has no logged events after "
-                    f"{resume_after!r} on this server: unknown run, expired log, an id this "
-                    "server never issued, or the run ended (or was cancelled, nobody "
-                    "following it) with nothing after it; start a new run",
-                    runId=run_input.run_id,
-                    lastEventId=resume_after,
-                )
+            refused = await _may_follow(log, authorize, request, run_input)
+            if refused is not None:
+                return refused
         else:
             access = Access("start", run_input.thread_id, run_input.run_id, data)
             allowed = await _authorized(authorize, request, access)
@@ -1358,16 +1448,13 @@ def agui_endpoint(
             principal = allowed
             # The claim, not a look-up, decides: of two requests racing to start the
             # same run id, exactly one gets it.
-            claimed = True if log is None else await _consult_log(log.claim(run_input.run_id))
-            if isinstance(claimed, Response):
-                return claimed
-            if not claimed:
-                return _problem(
-                    409,
-                    f"run {run_input.run_id!r} is running or ran on this server; "
-                    "to follow it send Last-Event-ID (0: from its first event)",
-                    runId=run_input.run_id,
-                )
+            if log is not None:
+                owner = Owner(run_input.thread_id, principal)
+                claimed = await _consult_log(log.claim(run_input.run_id, owner))
+                if isinstance(claimed, Response):
+                    return claimed
+                if not claimed:
+                    return await _taken(log, run_input, principal)
         detached: float | None = None
         if resume_after is None and (background or _option(run_input, "background")):
             if not (background or allow_background):

@@ -14,6 +14,13 @@ creates the stream with a first entry ``0-1`` (field ``claim``, before every eve
 if the key does not exist, so of two workers racing to start the same run id exactly one
 wins, and the id stays taken for as long as the run's log exists.
 
+The claim also records who started the run, in the same script: the hash
+``<owner_prefix><runId>`` (``thread``, and ``principal`` when the endpoint's hook named
+one), which every worker reads to check a resume, a join or a cancel
+(:meth:`RedisEventLog.owner`); a cancel request on any worker sets its field ``cancel``
+(:meth:`RedisEventLog.cancel`, only while the run runs), which the producing worker
+polls.  The hash expires with the stream.
+
 Readers say they are there: while it follows a run, a reader keeps an entry in the sorted
 set ``<readers_prefix><runId>`` (member: a random token, score: when it expires, from the
 Redis server's clock, so hosts' clocks never matter), refreshed every ``reader_ttl / 3``
@@ -73,6 +80,7 @@ from .eventlog import (
     LOG_FAILED,
     PRODUCER_LOST,
     EventLogError,
+    Owner,
     lost_run_error,
     parse_id,
 )
@@ -103,40 +111,69 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('XADD', KEYS[1], '0-1', 'claim', '1')
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+redis.call('DEL', KEYS[3])
+if ARGV[4] == '1' then
+  redis.call('HSET', KEYS[3], 'thread', ARGV[5])
+  if ARGV[6] == '1' then redis.call('HSET', KEYS[3], 'principal', ARGV[7]) end
+  redis.call('EXPIRE', KEYS[3], ARGV[1])
+end
 return 1
 """
-"""Create the run's stream if, and only if, it does not exist (atomic: one script), and
-take its producer lease."""
+"""Create the run's stream if, and only if, it does not exist (atomic: one script), take
+its producer lease and record its owner (``ARGV[4]``: whether one is given; its thread,
+whether it has a principal, the principal)."""
 
-_RENEW_SCRIPT: Final = """
+_LAST: Final = """
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local function is_end(entry)
+  local fields = entry[2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 'end' then return true end
+  end
+  return false
+end
+"""
+"""Prefix of a script reading the run's last entry (``last[1]``, absent when the stream
+is) and ``is_end(entry)``: whether an entry is the run's end."""
+
+_CANCEL_SCRIPT: Final = (
+    _LAST
+    + """
+if not last[1] or is_end(last[1]) then return 0 end
+redis.call('HSET', KEYS[2], 'cancel', '1')
+redis.call('EXPIRE', KEYS[2], ARGV[1])
+return 1
+"""
+)
+"""Flag a running run for cancellation in its owner record (the producing worker polls
+the flag); ``0`` when the run is gone or ended."""
+
+_RENEW_SCRIPT: Final = (
+    _LAST
+    + """
 local holder = redis.call('GET', KEYS[2])
 if holder ~= ARGV[1] then
   if holder then return 0 end
-  local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-  if not last[1] then return 0 end
-  local fields = last[1][2]
-  for i = 1, #fields, 2 do
-    if fields[i] == 'end' then return 0 end
-  end
+  if not last[1] or is_end(last[1]) then return 0 end
 end
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
+redis.call('EXPIRE', KEYS[3], ARGV[3])
 return 1
 """
+)
 """Renew the producer's lease (and the stream's expiry: a silent handler's run does not
 expire under it) while the lease is this producer's, or take it back when it lapsed (a
 stall longer than the lease) and nobody ended the run meanwhile; ``0`` once the run was
 ended by a follower (the lease is then nobody's, or another's)."""
 
-_END_RUN_SCRIPT: Final = """
+_END_RUN_SCRIPT: Final = (
+    _LAST
+    + """
 if ARGV[1] == 'lapsed' and redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 local n = tonumber(ARGV[3])
 if last[1] then
-  local fields = last[1][2]
-  for i = 1, #fields, 2 do
-    if fields[i] == 'end' then return 0 end
-  end
+  if is_end(last[1]) then return 0 end
   n = tonumber(string.match(last[1][1], '^(%d+)')) + 1
 elseif ARGV[1] == 'lapsed' then
   return -1
@@ -144,9 +181,11 @@ end
 redis.call('XADD', KEYS[1], n .. '-0', 'e', ARGV[2])
 redis.call('XADD', KEYS[1], (n + 1) .. '-0', 'end', '1')
 redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('EXPIRE', KEYS[3], ARGV[4])
 redis.call('DEL', KEYS[2])
 return 1
 """
+)
 """End a run its producer cannot end: ``RUN_ERROR`` (``ARGV[2]``) and the end entry,
 numbered after the last entry Redis holds (``ARGV[3]`` when it holds none), unless the
 run already ended.  ``lapsed``: a follower's, only once the lease is gone (``-1``: the
@@ -177,6 +216,15 @@ return redis.call('ZCARD', KEYS[1])
 """Drop the readers whose heartbeat expired; count the rest."""
 
 
+def _encode(text: str) -> bytes:
+    """``text`` as Redis stores it (a lone surrogate in a principal kept, not refused)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _decode(stored: bytes | str) -> str:
+    return stored if isinstance(stored, str) else stored.decode("utf-8", "surrogatepass")
+
+
 def _seq(stream_id: bytes | str) -> int:
     text = stream_id.decode() if isinstance(stream_id, bytes) else stream_id
     return int(text.split("-", 1)[0])
@@ -195,8 +243,10 @@ class RedisEventLog:
         max_events: Events kept per run (approximately: ``MAXLEN ~``).
         prefix: Prepended to each run id to make its stream's key.
         readers_prefix: Prepended to each run id to make the key of its readers' set.
-        lease_prefix: Prepended to each run id to make the key of its producer's lease;
-            no two of the three prefixes may start one another, so no run's keys meet
+        lease_prefix: Prepended to each run id to make the key of its producer's lease.
+        owner_prefix: Prepended to each run id to make the key of its owner record (a
+            hash: the starting request's thread and principal, and the cancel flag);
+            no two of the four prefixes may start one another, so no run's keys meet
             another's.
         reader_ttl: Seconds a reader counts after its last heartbeat: how long a reader
             on a worker that died goes on keeping its run alive.
@@ -215,10 +265,16 @@ class RedisEventLog:
         prefix: str = "aguikit:run:",
         readers_prefix: str = "aguikit:readers:",
         lease_prefix: str = "aguikit:lease:",
+        owner_prefix: str = "aguikit:owner:",
         reader_ttl: float = DEFAULT_READER_TTL,
         producer_ttl: float = DEFAULT_PRODUCER_TTL,
     ) -> None:
-        named = {"prefix": prefix, "readers_prefix": readers_prefix, "lease_prefix": lease_prefix}
+        named = {
+            "prefix": prefix,
+            "readers_prefix": readers_prefix,
+            "lease_prefix": lease_prefix,
+            "owner_prefix": owner_prefix,
+        }
         for one, first in named.items():
             for other, second in named.items():
                 if one != other and first.startswith(second):
@@ -236,6 +292,7 @@ class RedisEventLog:
         self.prefix = prefix
         self.readers_prefix = readers_prefix
         self.lease_prefix = lease_prefix
+        self.owner_prefix = owner_prefix
         self.reader_ttl = reader_ttl
         self.producer_ttl = producer_ttl
         timeout = redis.connection_pool.connection_kwargs.get("socket_timeout")
@@ -254,6 +311,7 @@ class RedisEventLog:
         self._count = redis.register_script(_COUNT_SCRIPT)
         self._renew = redis.register_script(_RENEW_SCRIPT)
         self._end_run = redis.register_script(_END_RUN_SCRIPT)
+        self._flag_cancel = redis.register_script(_CANCEL_SCRIPT)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisEventLog:
@@ -273,14 +331,43 @@ class RedisEventLog:
         except RedisError as exc:
             raise EventLogError(run_id, f"Redis failed to {what}: {exc!r}") from exc
 
-    async def claim(self, run_id: str) -> bool:
+    def _keys(self, run_id: str) -> list[str]:
+        """The run's stream, producer lease and owner record, as the scripts take them."""
+        return [self._key(run_id), self.lease_prefix + run_id, self.owner_prefix + run_id]
+
+    async def claim(self, run_id: str, owner: Owner | None = None) -> bool:
         token = secrets.token_hex(8)
-        keys = [self._key(run_id), self.lease_prefix + run_id]
-        args: list[str | int] = [self._seconds(self.ttl), token, round(self.producer_ttl * 1000)]
+        principal = None if owner is None else owner.principal
+        args: list[str | int | bytes] = [
+            self._seconds(self.ttl),
+            token,
+            round(self.producer_ttl * 1000),
+            "0" if owner is None else "1",
+            b"" if owner is None else _encode(owner.thread_id),
+            "0" if principal is None else "1",
+            b"" if principal is None else _encode(principal),
+        ]
+        keys = self._keys(run_id)
         if not await self._ask(run_id, "claim the run", self._claim(keys=keys, args=args)):
             return False
         self._tokens[run_id] = token
         return True
+
+    async def owner(self, run_id: str) -> Owner | None:
+        asked = self.redis.hmget(self.owner_prefix + run_id, ["thread", "principal"])
+        thread, principal = await self._ask(run_id, "read the run's owner", asked)
+        if thread is None:
+            return None
+        return Owner(_decode(thread), None if principal is None else _decode(principal))
+
+    async def cancel(self, run_id: str) -> bool:
+        keys = [self._key(run_id), self.owner_prefix + run_id]
+        flagged = self._flag_cancel(keys=keys, args=[self._seconds(self.ttl)])
+        return bool(await self._ask(run_id, "flag the run cancelled", flagged))
+
+    async def cancel_requested(self, run_id: str) -> bool:
+        asked = self.redis.hexists(self.owner_prefix + run_id, "cancel")
+        return bool(await self._ask(run_id, "read the run's cancel flag", asked))
 
     async def readers(self, run_id: str) -> int:
         counted = self._count(keys=[self.readers_prefix + run_id])
@@ -313,7 +400,7 @@ class RedisEventLog:
     async def _hold_lease(self, run_id: str, token: str) -> None:
         """Renew the producer's lease until cancelled (at the run's end) or taken over (a
         follower ended the run after the lease lapsed: nothing more is the producer's)."""
-        keys = [self._key(run_id), self.lease_prefix + run_id]
+        keys = self._keys(run_id)
         args: list[str | int] = [token, round(self.producer_ttl * 1000), self._seconds(self.ttl)]
         while True:
             await asyncio.sleep(self.producer_ttl / 3)
@@ -344,6 +431,7 @@ class RedisEventLog:
                     nomkstream=seq > 1,
                 )
                 pipe.expire(key, self._seconds(self.ttl))
+                pipe.expire(self.owner_prefix + run_id, self._seconds(self.ttl))
                 hold = hold and run_id not in self._leases
                 if hold:  # the run's first write here: hold its lease
                     pipe.set(self.lease_prefix + run_id, token, px=round(self.producer_ttl * 1000))
@@ -384,7 +472,7 @@ class RedisEventLog:
         """Run the end script (see ``_END_RUN_SCRIPT``): the producer's own, after a failed
         append, is retried (its followers wait for that terminal event); a follower's
         look at a lapsed lease is not (the next silence looks again)."""
-        keys = [self._key(run_id), self.lease_prefix + run_id]
+        keys = self._keys(run_id)
         error = dumps_wire(lost_run_error(code))
         args: list[str | int] = [why, error, seq, self._seconds(self.ttl)]
 

@@ -485,6 +485,8 @@ class _Stream:
             raise
         if self.fatal is not None:
             raise self.fatal
+        if not self.started and self.observer is not None:
+            item = self._traced(item)
         try:
             try:
                 event, wire = self.typed(item, tag)
@@ -530,6 +532,32 @@ class _Stream:
             for each in expanded:
                 observer.event(each)
         return event
+
+    def _traced(self, item: Any) -> Any:
+        """
+        A ``RUN_STARTED`` (the writer's, or a handler's own, as an SDK-style generator
+        sends) with the observer's trace added to its ``metadata``, beside whatever the
+        handler put there, so a browser correlates either way; any other item as it is.
+        A ``metadata`` that is not an object is left for the schema to refuse.
+        """
+        if _event_type(item) != "RUN_STARTED":
+            return item
+        assert self.observer is not None
+        found = self.observer.metadata()
+        if found is None:
+            return item
+        if is_sdk_model(item):
+            wire: Mapping[str, Any] = sdk_wire(item)
+        elif isinstance(item, Mapping):
+            wire = item
+        elif type(item) in _EVENT_CLASS_SET:
+            wire = to_wire(item)
+        else:  # not an event at all: typed() refuses it
+            return item
+        given = wire.get("metadata")
+        if given is not None and not isinstance(given, Mapping):
+            return item
+        return {**wire, "metadata": {**(given or {}), **found}}
 
     def _observed(self, expanded: Any) -> None:
         """Tell the observer what was just sent: the repairs' closers, then the events."""
@@ -1088,7 +1116,8 @@ class RunWriter(EventWriter):
         telemetry: An :class:`aguikit.otel.Telemetry` observing this run (a span tree
             and metrics from the events it sends, ``docs/otel.md``); ``None`` uses the
             one ``AguikitInstrumentor().instrument()`` installed, if any.  Its trace id
-            rides in ``RUN_STARTED.metadata["aguikit.otel"]``.
+            rides in ``RUN_STARTED.metadata["aguikit.otel"]``, the writer's or one the
+            handler sends itself (beside the handler's own metadata).
         trace_headers: The request's headers, whose ``traceparent``/``tracestate`` the
             run's span continues (the endpoint passes them).
         restate_input: ``RUN_STARTED`` carries the request as its ``input``, so a reader
@@ -1194,11 +1223,7 @@ class RunWriter(EventWriter):
             started["parentRunId"] = self.input.parent_run_id
         if self.restate_input:
             started["input"] = to_wire(self.input)
-        if self._stream.observer is not None:
-            metadata = self._stream.observer.metadata()
-            if metadata is not None:
-                started["metadata"] = metadata
-        await self._stream.submit(started)
+        await self._stream.submit(started)  # which adds the trace to its metadata
 
     async def finish(self) -> None:
         """

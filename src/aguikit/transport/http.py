@@ -22,7 +22,8 @@ floors above, where the models are), retry, or reconnect (the client reconnects,
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Mapping, Sequence
 from typing import Any, Final
 
 import httpx
@@ -37,8 +38,10 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "SSE_ONLY",
     "ResponseHook",
+    "aforward",
     "aget_json",
     "apost_stream",
+    "aread",
     "post_stream",
 ]
 
@@ -256,3 +259,61 @@ async def aget_json(
         text = response.content[:_ERROR_BODY_BYTES].decode("utf-8", "replace")
         raise HTTPStatusError(response.status_code, text, url=url)
     return loads(response.content.decode("utf-8", "replace"), source=url)
+
+
+@contextlib.asynccontextmanager
+async def aforward(
+    client: httpx.AsyncClient,
+    method: str,
+    url: str,
+    headers: Sequence[tuple[bytes, bytes]],
+    content: bytes,
+) -> AsyncIterator[httpx.Response]:
+    """
+    Send one request exactly as given and hand over the streaming answer, whatever it is.
+
+    The other fetches here speak for aguikit: they build the body, ask for an event
+    stream and refuse anything else.  A proxy (``aguikit proxy``) and a diagnosis
+    (``aguikit doctor``) must not: the method, the headers (order and case kept) and the
+    body go out as the caller has them, nothing is added but ``Host`` and
+    ``Content-Length`` (the request is built directly, so the client's default
+    ``Accept-Encoding``, ``User-Agent`` and ``Accept`` are never merged in), and every
+    status and media type is an answer to pass on, not an error.  The response is closed
+    when the block ends, which closes the upstream connection if the body was not read to
+    its end (the agent sees its reader go, as with the other fetches).
+
+    Read the body with :func:`aread`, which keeps the failure typed.
+
+    Raises:
+        TransportError: The connection failed before the answer began.
+
+    .. versionadded:: 0.5.0
+    """
+    request = httpx.Request(method, url, headers=list(headers), content=content)
+    try:
+        response = await client.send(request, stream=True)
+    except httpx.HTTPError as exc:
+        raise TransportError(_describe(exc), url=url) from exc
+    try:
+        yield response
+    finally:
+        await response.aclose()
+
+
+async def aread(response: httpx.Response, *, raw: bool = True) -> AsyncGenerator[bytes, None]:
+    """
+    The body of an :func:`aforward` answer, chunk by chunk as it arrives: ``raw`` as sent
+    (still compressed when the answer is, what a proxy forwards), else decoded (what a
+    reader parses).
+
+    Raises:
+        TransportError: The connection failed during the body (a cut stream).
+
+    .. versionadded:: 0.5.0
+    """
+    chunks = response.aiter_raw() if raw else response.aiter_bytes()
+    try:
+        async for chunk in chunks:
+            yield chunk
+    except httpx.HTTPError as exc:
+        raise TransportError(_describe(exc), url=str(response.request.url)) from exc
