@@ -428,3 +428,21 @@ def test_a_redis_that_is_gone_is_a_store_failure_never_an_empty_thread() -> None
         return found
 
     assert [THREAD_STORE_FAILED] * 3 == asyncio.run(go())
+
+
+def test_a_memory_log_forgets_an_ended_run_and_keeps_a_running_one() -> None:
+    """``forget`` (a deleted thread's runs): an ended run is then unknown to the log; a
+    run still running is kept (its thread's deletion cancels it instead)."""
+    from aguikit.server.eventlog import MemoryEventLog, Owner
+
+    async def go() -> tuple[Any, ...]:
+        log = MemoryEventLog()
+        for run in ("r1", "r2"):
+            assert await log.claim(run, Owner("t1", None))
+            await log.append(run, {"type": "RUN_STARTED", "threadId": "t1", "runId": run})
+        await log.end("r1")
+        await log.forget("r1")
+        await log.forget("r2")
+        return await log.owner("r1"), await log.read("r1"), await log.owner("r2")
+
+    assert (None, [], Owner("t1", None)) == asyncio.run(go())

@@ -8,21 +8,26 @@ and every refusal a problem document carrying the store's rule id.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from redis.asyncio import Redis
 from starlette.requests import Request
 from tests.node_client import NODE_DIR, run_node_script
+from tests.redis_server import redis_server
 from tests.servers import serve_asgi
 
 from aguikit import Agent, Session
 from aguikit.errors import HTTPStatusError
 from aguikit.server import Access, Denied, MemoryEventLog, RunAgentInput, RunWriter, create_app
-from aguikit.server.threads import MemoryThreadStore
+from aguikit.server.threads import MemoryThreadStore, new_thread_id
 from aguikit.wire import to_wire
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -389,3 +394,172 @@ def test_background_runs_need_a_log_and_threads_and_a_request_needs_permission()
     }
     with serve_asgi(app) as base, httpx.Client(base_url=base, timeout=30) as client:
         assert 403 == client.post("/agent", json=body).status_code
+
+
+# ---- deletion, and what a thread route refuses -----------------------------------------
+
+HYDRATE = {"hydrate": True}
+_CONNECT = {"threadId": "t1", "runId": "c1", "messages": [], "state": {}, "tools": []}
+
+
+def _run_body(thread: str, run: str, text: str) -> dict[str, Any]:
+    return {**_CONNECT, "threadId": thread, "runId": run, "messages": [_user(f"u-{run}", text)]}
+
+
+class _Recording:
+    """A bearer hook that keeps each ``Access`` it was asked, and refuses ``refuse``."""
+
+    def __init__(self, refuse: str | None = None) -> None:
+        self.seen: list[Access] = []
+        self.refuse = refuse
+
+    def __call__(self, request: Request, access: Access) -> str:
+        self.seen.append(access)
+        if access.action == self.refuse:
+            raise Denied(403, f"no {access.action}")
+        return _bearer(request, access)
+
+
+def test_deleting_a_thread_over_http_leaves_nothing_of_it_in_redis() -> None:
+    """On a real ``redis-server`` holding the threads and the runs' event log:
+    ``DELETE {path}/threads/{id}`` asks the hook (``"delete"``, no run), answers another
+    user and an unknown thread the same ``404`` (``AGUI-E030``, the thread untouched),
+    deletes the owner's (``204``) with its runs' logs, so that a SCAN of the whole
+    keyspace finds no key naming it or its runs and a connect is ``404``; a corrupt entry
+    beside it is a located ``409`` (``AGUI-E032``) that leaves the other thread readable,
+    and its owner may delete it."""
+    from aguikit.server.redis_log import RedisEventLog
+    from aguikit.server.redis_threads import RedisThreadStore
+
+    hook = _Recording()
+
+    async def keys() -> list[bytes]:
+        redis = Redis.from_url(redis_url)
+        found = [key async for key in redis.scan_iter(match="*")]
+        await redis.aclose()
+        return found
+
+    with redis_server() as redis_url:
+        store = RedisThreadStore.from_url(redis_url)
+        log = RedisEventLog.from_url(redis_url)
+        app = create_app(echo, path="/agent", threads=store, event_log=log, authorize=hook)
+        alice = {"Authorization": "Bearer alice"}
+        mallory = {"Authorization": "Bearer mallory"}
+        with serve_asgi(app) as base, httpx.Client(base_url=base, timeout=30) as client:
+            for thread, run in (("t1", "r1"), ("t1", "r2"), ("t2", "r3")):
+                answer = client.post("/agent", json=_run_body(thread, run, "hi"), headers=alice)
+                assert 200 == answer.status_code
+            foreign = client.delete("/agent/threads/t1", headers=mallory)
+            unknown = client.delete("/agent/threads/t9", headers=alice)
+            anonymous = client.delete("/agent/threads/t1")
+            kept = client.post("/agent/connect", json=_CONNECT, headers=alice)
+
+            async def corrupt() -> list[bytes]:
+                redis = Redis.from_url(redis_url)  # the server's client is its loop's
+                raw = json.loads(await redis.get("aguikit:thread:t2"))
+                raw["messages"] = "oops"
+                await redis.set("aguikit:thread:t2", json.dumps(raw))
+                found = [key async for key in redis.scan_iter(match="*")]
+                await redis.aclose()
+                return found
+
+            before = sorted(asyncio.run(corrupt()))
+            damaged = client.post(
+                "/agent/connect", json={**_CONNECT, "threadId": "t2"}, headers=alice
+            )
+            deleted = client.delete("/agent/threads/t1", headers=alice)
+            left = sorted(asyncio.run(keys()))
+            again = client.delete("/agent/threads/t1", headers=alice)
+            gone = client.post("/agent/connect", json=_CONNECT, headers=alice)
+            cleared = client.delete("/agent/threads/t2", headers=alice)
+            after = asyncio.run(keys())
+    of_t1 = {b"aguikit:thread:t1", b"aguikit:run:r1", b"aguikit:run:r2", b"aguikit:owner:r1"}
+    assert of_t1 | {b"aguikit:thread:t2", b"aguikit:run:r3"} <= set(before)
+    assert {b"aguikit:thread:t2", b"aguikit:run:r3", b"aguikit:owner:r3"} <= set(left)
+    assert not [k for k in left if b"t1" in k or k.endswith((b":r1", b":r2"))], left
+    for answer in (foreign, unknown, again, gone):
+        assert (404, "AGUI-E030") == (answer.status_code, answer.json()["code"])
+    assert foreign.json()["detail"] == unknown.json()["detail"].replace("t9", "t1")
+    assert 401 == anonymous.status_code
+    assert 200 == kept.status_code and "RUN_FINISHED" in kept.text
+    assert (409, "AGUI-E032") == (damaged.status_code, damaged.json()["code"])
+    assert "(at /messages)" in damaged.json()["detail"]
+    assert (204, 204) == (deleted.status_code, cleared.status_code)
+    # The corrupt entry named no readable runs: r3's log is left to its ttl.
+    assert [b"aguikit:owner:r3", b"aguikit:run:r3"] == sorted(after)
+    assert ("delete", "t1", None) in [(a.action, a.thread_id, a.run_id) for a in hook.seen]
+
+
+def test_expired_and_oversized_threads_are_refused_with_their_rule_never_cut() -> None:
+    """A thread past its ``ttl`` is the ``404`` of an unknown one; a history over
+    ``max_thread_bytes`` is ``413`` (``AGUI-E031``) to a connect and to a run asking for
+    it ahead of its own, never a shorter snapshot; the thread's owner may still delete it."""
+    store = MemoryThreadStore(max_thread_bytes=2_000)
+    app = create_app(echo, path="/agent", threads=store)
+    with serve_asgi(app) as base, httpx.Client(base_url=base, timeout=30) as client:
+        assert 200 == client.post("/agent", json=_run_body("t2", "r1", "short")).status_code
+        store.ttl = 0.2
+        time.sleep(0.3)
+        expired = client.post("/agent/connect", json={**_CONNECT, "threadId": "t2"})
+        store.ttl = 600.0
+        assert 200 == client.post("/agent", json=_run_body("t1", "r1", "x" * 3_000)).status_code
+        large = client.post("/agent/connect", json=_CONNECT)
+        hydrate = {
+            **_run_body("t1", "r3", "more"),
+            "forwardedProps": {"aguikit": {"hydrate": True}},
+        }
+        ahead = client.post("/agent", json=hydrate)
+        deleted = client.delete("/agent/threads/t1")
+    assert (404, "AGUI-E030") == (expired.status_code, expired.json()["code"])
+    for answer in (large, ahead):
+        assert (413, "AGUI-E031") == (answer.status_code, answer.json()["code"])
+        assert "max_thread_bytes" in answer.json()["detail"]
+    assert 204 == deleted.status_code
+
+
+def test_reading_a_thread_asks_the_hook_connect_also_when_a_run_asks_for_history() -> None:
+    """A hook refusing ``"connect"`` refuses a connect and a run request asking for the
+    history ahead of its run (it is asked after ``"start"``), while plain runs go on."""
+    hook = _Recording(refuse="connect")
+    app = create_app(echo, path="/agent", threads=MemoryThreadStore(), authorize=hook)
+    alice = {"Authorization": "Bearer alice"}
+    hydrate = {**_run_body("t1", "r2", "more"), "forwardedProps": {"aguikit": HYDRATE}}
+    with serve_asgi(app) as base, httpx.Client(base_url=base, timeout=30) as client:
+        plain = client.post("/agent", json=_run_body("t1", "r1", "hi"), headers=alice)
+        connect = client.post("/agent/connect", json=_CONNECT, headers=alice)
+        ahead = client.post("/agent", json=hydrate, headers=alice)
+    assert (200, 403, 403) == (plain.status_code, connect.status_code, ahead.status_code)
+    assert ["start", "connect", "start", "connect"] == [a.action for a in hook.seen]
+
+
+def test_deleting_a_thread_stops_its_background_run_and_its_end_does_not_bring_it_back() -> None:
+    """``DELETE`` while a background run is in progress: the run is cancelled, and its end,
+    recorded only into a thread that still marks it in progress, creates nothing."""
+    app, store = _background_app()
+    with serve_asgi(app) as base:
+        url = base + "/agent"
+
+        async def scenario() -> int:
+            page = Agent(url, thread_id="t1")
+            page.add_message(_user("u1", "go"))
+            running = asyncio.ensure_future(page.run())
+            await _until(lambda: _answering(page, 2))
+            async with httpx.AsyncClient(timeout=30) as client:
+                deleted = await client.delete(url + "/threads/t1")
+            with contextlib.suppress(Exception):
+                await running
+            await asyncio.sleep(0.5)  # the run's end would have been recorded by now
+            return deleted.status_code
+
+        status = asyncio.run(scenario())
+    assert 204 == status
+    assert "t1" not in store._threads
+
+
+def test_a_thread_the_agent_names_itself_is_an_unguessable_uuid4() -> None:
+    """aguikit's server never names a thread (a run request names its own); where aguikit
+    makes an id, ``Agent`` and ``new_thread_id``, it has 122 or 128 random bits."""
+    ids = {Agent("http://agent.invalid/").thread_id for _ in range(200)}
+    assert 200 == len(ids)
+    assert {4} == {uuid.UUID(i).version for i in ids}
+    assert 200 == len({new_thread_id() for _ in range(200)})

@@ -39,7 +39,14 @@ from .writer import (
 )
 
 if TYPE_CHECKING:
-    from .http import Handler, agui_endpoint, capabilities_endpoint, connect_endpoint, create_app
+    from .http import (
+        Handler,
+        agui_endpoint,
+        capabilities_endpoint,
+        connect_endpoint,
+        create_app,
+        delete_thread_endpoint,
+    )
 
 __all__ = [
     "HANDLER_FAILED",
@@ -69,10 +76,18 @@ __all__ = [
     "capabilities_endpoint",
     "connect_endpoint",
     "create_app",
+    "delete_thread_endpoint",
 ]
 
 _HTTP = frozenset(
-    {"Handler", "agui_endpoint", "capabilities_endpoint", "connect_endpoint", "create_app"}
+    {
+        "Handler",
+        "agui_endpoint",
+        "capabilities_endpoint",
+        "connect_endpoint",
+        "create_app",
+        "delete_thread_endpoint",
+    }
 )
 
 

@@ -68,7 +68,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from http import HTTPStatus
 from typing import Any, Final, Literal, TypeVar
 
@@ -111,6 +111,7 @@ from .threads import (
     ThreadError,
     ThreadStore,
     merged,
+    owned,
     restate,
 )
 from .writer import ErrorReport, Mode, RunWriter
@@ -123,7 +124,9 @@ __all__ = [
     "Handler",
     "agui_endpoint",
     "capabilities_endpoint",
+    "connect_endpoint",
     "create_app",
+    "delete_thread_endpoint",
     "negotiate",
 ]
 
@@ -642,6 +645,7 @@ class EventStreamResponse(Response):
         history: list[dict[str, Any]] | None = None,
         threads: ThreadStore | None = None,
         max_life: float | None = None,
+        after: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         # As StreamingResponse does: no body, so no Content-Length is declared.
         self.status_code = 200
@@ -687,6 +691,9 @@ class EventStreamResponse(Response):
         self.threads = threads
         """Where the run's events are folded into its thread once it ended."""
         self.max_life = max_life
+        self.after = after
+        """Run (detached) once the answer ended: the connect endpoint's look at whether
+        the run it followed ended without its producer."""
         """A background run's longest life in seconds (``None``: not a background run)."""
         self.resume_grace = resume_grace if media_type == sse.MEDIA_TYPE else 0.0
         """With a log: seconds a run this answer started outlives its last reader.  Only
@@ -759,6 +766,8 @@ class EventStreamResponse(Response):
             finally:  # also when following failed or hung: the run must not wait for it
                 if started is not None:
                     started.reader_left()
+                if self.after is not None:
+                    _detach(self.after())
 
     def writer(self, sink: Callable[[Mapping[str, Any]], Awaitable[None]]) -> RunWriter:
         """The run's :class:`RunWriter`, writing to ``sink``."""
@@ -802,18 +811,18 @@ class EventStreamResponse(Response):
     async def record(self, events: list[Mapping[str, Any]]) -> None:
         """Fold the ended run's ``events`` into its thread.  A run cut short (no terminal
         event: cancelled with its connection) is not recorded, so its thread stays as its
-        last ended run left it; a store that fails is logged, never the run's failure."""
+        last ended run left it; a background run's end is recorded only while its thread
+        still marks it in progress (:meth:`ThreadStore.end`: once, and never into a thread
+        deleted meanwhile); a store that fails is logged, never the run's failure."""
         threads = self.threads
         if threads is None:
             return
+        if self.max_life is not None:
+            await _end_in_thread(
+                threads, self.run_input.thread_id, self.run_input.run_id, events, self.principal
+            )
+            return
         if not events or events[-1].get("type") not in _TERMINAL:
-            if self.max_life is not None:  # no longer in progress: nothing to attach to
-                try:
-                    await threads.begin(self.run_input.thread_id, None, owner=self.principal)
-                except ThreadError as error:
-                    LOGGER.error(
-                        "run %r: its thread kept it running: %s", self.run_input.run_id, error
-                    )
             return
         try:
             await threads.record(
@@ -1286,6 +1295,52 @@ async def _cancel(
     )
 
 
+async def _end_in_thread(
+    threads: ThreadStore,
+    thread_id: str,
+    run_id: str,
+    events: Sequence[Mapping[str, Any]],
+    principal: str | None,
+) -> None:
+    """Record the end of the background run ``run_id`` (its whole ``events``, whose
+    ``RUN_STARTED`` carries its input) into its thread, logging a store that fails."""
+    first = events[0] if events else {}
+    given = first.get("input") if first.get("type") == "RUN_STARTED" else None
+    try:
+        await threads.end(thread_id, run_id, events, owner=principal, given=given)
+    except ThreadError as error:
+        LOGGER.error("run %r: its end not recorded into its thread: %s", run_id, error)
+
+
+async def _settle_in_thread(
+    threads: ThreadStore, log: EventLog, thread_id: str, run_id: str, principal: str | None
+) -> None:
+    """After a connecting client followed the background run ``run_id``: when the log
+    holds its end (its producer's, or the ``RUN_ERROR`` a follower wrote once the
+    producer's lease lapsed, ``AGUI-E021``), record that end into the thread, which its
+    dead producer never did; a live producer records first and this changes nothing."""
+    try:
+        events = [wire for _, wire in await log.read(run_id)]
+    except Exception as exc:
+        LOGGER.warning("run %r: reading its end back from the log failed: %r", run_id, exc)
+        return
+    if events and events[-1].get("type") in _TERMINAL:
+        await _end_in_thread(threads, thread_id, run_id, events, principal)
+
+
+async def _stop_run(log: EventLog, run_id: str) -> None:
+    """Ask the run ``run_id`` to stop, on whichever worker runs it: at once when it is this
+    process's, else through the log's cancel flag; a log that cannot answer is logged."""
+    here = _LoggedRun.here(log, run_id)
+    if here is not None:
+        _detach(here.cancel())
+        return
+    try:
+        await asyncio.wait_for(log.cancel(run_id), LOG_TIMEOUT)
+    except Exception as exc:
+        LOGGER.warning("run %r: its cancel request could not be logged: %r", run_id, exc)
+
+
 def _jsonl_bytes(wire: Mapping[str, Any]) -> bytes:
     return jsonl.encode_line(wire).encode("utf-8")
 
@@ -1467,7 +1522,13 @@ def agui_endpoint(
             detached = max_run_seconds
         history: list[dict[str, Any]] | None = None
         if resume_after is None and _option(run_input, "hydrate"):
-            hydration = await _hydration(threads, run_input, principal)
+            # Replaying the history reads the thread, as a connect does: the hook is asked
+            # that too, so a hook that guards reads guards this one.
+            reading = Access("connect", run_input.thread_id, run_input.run_id, data)
+            reader = await _authorized(authorize, request, reading)
+            if isinstance(reader, Response):
+                return reader
+            hydration = await _hydration(threads, run_input, reader)
             if isinstance(hydration, Response):
                 return hydration
             history, run_input = hydration
@@ -1542,7 +1603,20 @@ def connect_endpoint(
             return principal
         try:
             thread = await threads.load(run_input.thread_id, principal)
-            attach = thread.running is not None and event_log is not None
+        except ThreadError as error:
+            return _thread_problem(error)
+        running = thread.running if event_log is not None else None
+        if running is not None and event_log is not None:
+            # The log, not the thread's mark, says whether the run can be followed: a
+            # run whose log expired (its worker died long ago) is no longer in progress.
+            held = await _owned(event_log, attrs.evolve(run_input, run_id=running), principal)
+            if isinstance(held, Response):
+                return held
+            if not held:
+                await _end_in_thread(threads, run_input.thread_id, running, [], principal)
+                running = None
+        attach = running is not None
+        try:
             events = restate(thread, run_input.run_id + (HISTORY_SUFFIX if attach else ""))
         except ThreadError as error:
             return _thread_problem(error)
@@ -1551,11 +1625,11 @@ def connect_endpoint(
             for wire in events:
                 yield wire
 
-        if attach:
-            assert thread.running is not None
+        if running is not None and event_log is not None:
+            log = event_log
             return EventStreamResponse(
                 _serving(replay),
-                attrs.evolve(run_input, run_id=thread.running),
+                attrs.evolve(run_input, run_id=running),
                 media_type=media_type,
                 mode="strict",
                 keepalive=keepalive,
@@ -1567,6 +1641,9 @@ def connect_endpoint(
                 principal=principal,
                 send_timeout=send_timeout,
                 history=events,
+                after=lambda: _settle_in_thread(
+                    threads, log, run_input.thread_id, running, principal
+                ),
             )
         return EventStreamResponse(
             _serving(replay),
@@ -1583,6 +1660,60 @@ def connect_endpoint(
     return endpoint
 
 
+def delete_thread_endpoint(
+    threads: ThreadStore,
+    *,
+    event_log: EventLog | None = None,
+    authorize: Authorize | None = None,
+) -> Callable[[Request], Awaitable[Response]]:
+    """
+    An endpoint deleting the thread its path names (``{thread_id}``, percent-encoded):
+    ``204`` once every trace of it is gone from the store (on Redis its one key).
+
+    The ``authorize`` hook is asked with action ``"delete"`` (``run_id`` ``None``); only
+    the thread's owner may delete it, and anyone else gets the ``404`` (``AGUI-E030``) of
+    a thread that does not exist, as an unknown, expired or already deleted thread does.
+    A damaged or too large thread can be deleted (its owner's way out).  A background run
+    in progress on it is asked to stop (a cancel request, on whichever worker runs it),
+    and its end is not recorded: a deleted thread is never brought back by a run that
+    ends after.  The ended runs' events go from ``event_log`` too (they name the thread),
+    rather than its ``ttl`` after they ended.  ``503`` (``AGUI-E033``) when the store
+    cannot answer, or with the log's code when it cannot (the thread is then kept, so
+    the ``DELETE`` can be repeated).
+    :func:`create_app` mounts it at ``DELETE {path}/threads/{thread_id}``.
+
+    .. versionadded:: 0.4.0
+    """
+
+    async def endpoint(request: Request) -> Response:
+        thread_id = str(request.path_params["thread_id"])
+        access = Access("delete", thread_id, None)
+        principal = await _authorized(authorize, request, access)
+        if isinstance(principal, Response):
+            return principal
+        try:
+            thread = owned(await threads.get(thread_id), thread_id, principal)
+        except ThreadError as error:
+            return _thread_problem(error)
+        if event_log is not None:
+            if thread.running is not None:
+                await _stop_run(event_log, thread.running)
+            # The ended runs' events name the thread too: gone with it, not ttl later;
+            # first, so a log that fails leaves the thread for a repeated DELETE.
+            for run in thread.runs:
+                forgotten = await _consult_log(event_log.forget(run.run_id))
+                if isinstance(forgotten, Response):
+                    return forgotten
+        try:
+            await threads.delete(thread_id)
+        except ThreadError as error:
+            return _thread_problem(error)
+        LOGGER.info("thread %r deleted", thread_id)
+        return Response(status_code=204)
+
+    return endpoint
+
+
 def create_app(
     handler: Handler,
     *,
@@ -1595,7 +1726,9 @@ def create_app(
     those of :func:`agui_endpoint`.  ``uvicorn module:app`` runs it.
 
     With ``threads`` (an option of :func:`agui_endpoint`) it also answers
-    ``POST {path}/connect`` with a thread's restating run (:func:`connect_endpoint`).
+    ``POST {path}/connect`` with a thread's restating run (:func:`connect_endpoint`) and
+    ``DELETE {path}/threads/{thread_id}`` by deleting the thread
+    (:func:`delete_thread_endpoint`).
     With ``capabilities`` it also answers ``GET {path}/capabilities`` with them (see
     :func:`capabilities_endpoint`), where :meth:`aguikit.Agent.capabilities` looks, and
     declares there whether the endpoint's runs can be resumed: ``transport.resumable`` is
@@ -1612,20 +1745,25 @@ def create_app(
     .. versionchanged:: 0.3.0  ``capabilities``.
     .. versionchanged:: 0.4.0  ``transport.resumable`` declared from ``event_log``.
     """
+    if options.get("event_log") is OWN_MEMORY_LOG:  # one log the thread routes share
+        options = {**options, "event_log": MemoryEventLog()}
     routes = [Route(path, agui_endpoint(handler, **options), methods=["POST"])]
     threads = options.get("threads")
     if threads is not None:
         log = options.get("event_log")
         connect = connect_endpoint(
             threads,
-            event_log=None if log is OWN_MEMORY_LOG else log,
+            event_log=log,
             **{
                 name: options[name]
                 for name in ("authorize", "keepalive", "max_body_bytes", "send_timeout")
                 if name in options
             },
         )
-        routes.append(Route(path.rstrip("/") + "/connect", connect, methods=["POST"]))
+        base = path.rstrip("/")
+        routes.append(Route(base + "/connect", connect, methods=["POST"]))
+        delete = delete_thread_endpoint(threads, event_log=log, authorize=options.get("authorize"))
+        routes.append(Route(base + "/threads/{thread_id:path}", delete, methods=["DELETE"]))
     if capabilities is not None:
         declared = _declare_resumable(capabilities, options.get("event_log") is not None)
         where = path.rstrip("/") + "/capabilities"

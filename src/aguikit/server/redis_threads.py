@@ -45,6 +45,7 @@ from .threads import (
     Thread,
     ThreadError,
     ThreadStoreError,
+    ended,
     fold,
     readable,
 )
@@ -126,26 +127,60 @@ class RedisThreadStore:
         given: Mapping[str, Any] | None = None,
     ) -> Thread:
         wires = list(events)
-        return await self._update(
+        changed = await self._update(
             thread_id,
             owner,
             lambda base: fold(base, wires, given=given, max_thread_bytes=self.max_thread_bytes),
         )
+        assert changed is not None  # a fold always changes the thread
+        return changed
 
     async def begin(
         self, thread_id: str, run_id: str | None, *, owner: str | None = None
     ) -> Thread:
-        return await self._update(
+        changed = await self._update(
             thread_id,
             owner,
             lambda base: attrs.evolve(base, running=run_id, version=base.version + 1),
         )
+        assert changed is not None  # marking always changes the thread
+        return changed
+
+    async def end(
+        self,
+        thread_id: str,
+        run_id: str,
+        events: Iterable[Mapping[str, Any]],
+        *,
+        owner: str | None = None,
+        given: Mapping[str, Any] | None = None,
+    ) -> Thread | None:
+        wires = list(events)
+        try:
+            return await self._update(
+                thread_id,
+                owner,
+                lambda base: ended(
+                    base, run_id, wires, given=given, max_thread_bytes=self.max_thread_bytes
+                ),
+                create=False,
+            )
+        except ThreadError as error:
+            if error.rule == THREAD_UNKNOWN:  # another principal's: not this run's thread
+                return None
+            raise
 
     async def _update(
-        self, thread_id: str, owner: str | None, change: Callable[[Thread], Thread]
-    ) -> Thread:
+        self,
+        thread_id: str,
+        owner: str | None,
+        change: Callable[[Thread], Thread | None],
+        *,
+        create: bool = True,
+    ) -> Thread | None:
         """``change`` applied to the stored thread by compare-and-set (folded again from
-        what another worker stored when it wrote in between)."""
+        what another worker stored when it wrote in between); ``None``, nothing written,
+        when ``change`` returns ``None`` or, without ``create``, there is no thread."""
         key = self.key(thread_id)
         try:
             for _ in range(_ATTEMPTS):
@@ -153,6 +188,8 @@ class RedisThreadStore:
                     try:
                         await pipe.watch(key)
                         raw = await pipe.get(key)
+                        if raw is None and not create:
+                            return None
                         base = (
                             Thread(thread_id=thread_id, owner=owner, updated=time.time())
                             if raw is None
@@ -163,6 +200,8 @@ class RedisThreadStore:
                                 THREAD_UNKNOWN, thread_id, "no such thread for this principal"
                             )
                         changed = change(base)
+                        if changed is None:
+                            return None
                         pipe.multi()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
                         pipe.set(key, changed.to_json(), px=int(self.ttl * 1000))
                         await pipe.execute()

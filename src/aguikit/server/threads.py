@@ -58,9 +58,11 @@ __all__ = [
     "ThreadError",
     "ThreadStore",
     "ThreadStoreError",
+    "ended",
     "fold",
     "merged",
     "new_thread_id",
+    "owned",
     "readable",
     "restate",
 ]
@@ -329,6 +331,7 @@ def _thread_of(thread_id: str, document: Mapping[str, Any]) -> Thread:
         updated=float(document["updated"]),
         version=document["version"],
         damaged=(mark[0], mark[1]) if mark else None,
+        running=document["running"],
     )
 
 
@@ -486,6 +489,19 @@ def _outcomes(wires: Sequence[Mapping[str, Any]], moment: float) -> list[RunReco
     return found
 
 
+def owned(thread: Thread | None, thread_id: str, principal: str | None) -> Thread:
+    """
+    ``thread`` when it is ``principal``'s, damaged or not (what its owner may delete).
+
+    Raises:
+        ThreadError: :data:`THREAD_UNKNOWN` for no thread or another principal's: the
+            same answer, so ids cannot be probed.
+    """
+    if thread is None or thread.owner != principal:
+        raise ThreadError(THREAD_UNKNOWN, thread_id, "no such thread (unknown, expired or deleted)")
+    return thread
+
+
 def readable(thread: Thread | None, thread_id: str, principal: str | None) -> Thread:
     """
     ``thread`` as ``principal`` may restate it.
@@ -496,11 +512,33 @@ def readable(thread: Thread | None, thread_id: str, principal: str | None) -> Th
             (:data:`THREAD_TOO_LARGE`, :data:`THREAD_DAMAGED`) for one the store will not
             restate.
     """
-    if thread is None or thread.owner != principal:
-        raise ThreadError(THREAD_UNKNOWN, thread_id, "no such thread (unknown, expired or deleted)")
+    thread = owned(thread, thread_id, principal)
     if thread.damaged is not None:
         raise ThreadError(thread.damaged[0], thread_id, thread.damaged[1])
     return thread
+
+
+def ended(
+    thread: Thread,
+    run_id: str,
+    events: Sequence[Mapping[str, Any]],
+    *,
+    given: Mapping[str, Any] | None = None,
+    max_thread_bytes: int = DEFAULT_MAX_THREAD_BYTES,
+) -> Thread | None:
+    """
+    ``thread`` once its background run ``run_id`` ended with ``events`` (the whole run,
+    wire dicts): folded in (:func:`fold`) when they end with a terminal event, and the
+    run no longer marked in progress either way; ``None`` when the thread does not mark
+    ``run_id`` in progress (already ended by someone else, or the thread was deleted and
+    this is a new one): a run's end is recorded once, and never brings back a thread.
+    """
+    if thread.running != run_id:
+        return None
+    if events and events[-1].get("type") in _TERMINAL:
+        folded = fold(thread, events, given=given, max_thread_bytes=max_thread_bytes)
+        return attrs.evolve(folded, running=None)
+    return attrs.evolve(thread, running=None, version=thread.version + 1, updated=time.time())
 
 
 def restate(thread: Thread, run_id: str, *, now: float | None = None) -> list[dict[str, Any]]:
@@ -556,8 +594,28 @@ class ThreadStore(Protocol):
     ) -> Thread:
         """
         Mark ``run_id`` as the background run in progress on ``thread_id`` (created for
-        ``owner`` when new); :meth:`record` of its end clears the mark, and so does
-        ``run_id=None`` (a run that stopped without a terminal event).
+        ``owner`` when new); :meth:`end` clears the mark when the run ends, and
+        ``run_id=None`` clears it whatever it was.
+
+        Raises:
+            ThreadError: As :meth:`record`.
+        """
+
+    async def end(
+        self,
+        thread_id: str,
+        run_id: str,
+        events: Iterable[Mapping[str, Any]],
+        *,
+        owner: str | None = None,
+        given: Mapping[str, Any] | None = None,
+    ) -> Thread | None:
+        """
+        The background run ``run_id`` ended with ``events`` (:func:`ended`), atomically:
+        whoever sees the end first records it (its producer, or a reader that found the
+        run ended in the event log because its producer died), later calls change
+        nothing and return ``None``, as does a call for a thread that was deleted
+        meanwhile (nothing is created).
 
         Raises:
             ThreadError: As :meth:`record`.
@@ -652,14 +710,7 @@ class MemoryThreadStore:
             raise ThreadError(THREAD_UNKNOWN, thread_id, "no such thread for this principal")
         base = current or Thread(thread_id=thread_id, owner=owner)
         folded = fold(base, events, given=given, max_thread_bytes=self.max_thread_bytes)
-        size = folded.size()
-        self._drop(thread_id)
-        while self._threads and (
-            len(self._threads) >= self.max_threads or self._bytes + size > self.max_total_bytes
-        ):
-            self._drop(next(iter(self._threads)))
-        self._threads[thread_id] = (folded, size)
-        self._bytes += size
+        self._store(folded)
         return folded
 
     async def begin(
@@ -670,11 +721,38 @@ class MemoryThreadStore:
             raise ThreadError(THREAD_UNKNOWN, thread_id, "no such thread for this principal")
         base = current or Thread(thread_id=thread_id, owner=owner, updated=time.time())
         marked = attrs.evolve(base, running=run_id, version=base.version + 1)
-        size = marked.size()
-        self._drop(thread_id)
-        self._threads[thread_id] = (marked, size)
-        self._bytes += size
+        self._store(marked)
         return marked
+
+    async def end(
+        self,
+        thread_id: str,
+        run_id: str,
+        events: Iterable[Mapping[str, Any]],
+        *,
+        owner: str | None = None,
+        given: Mapping[str, Any] | None = None,
+    ) -> Thread | None:
+        current = self._live(thread_id)
+        if current is None or current.owner != owner:
+            return None
+        changed = ended(
+            current, run_id, list(events), given=given, max_thread_bytes=self.max_thread_bytes
+        )
+        if changed is not None:
+            self._store(changed)
+        return changed
+
+    def _store(self, thread: Thread) -> None:
+        """Keep ``thread`` (replacing its old version), within the bounds."""
+        size = thread.size()
+        self._drop(thread.thread_id)
+        while self._threads and (
+            len(self._threads) >= self.max_threads or self._bytes + size > self.max_total_bytes
+        ):
+            self._drop(next(iter(self._threads)))
+        self._threads[thread.thread_id] = (thread, size)
+        self._bytes += size
 
     async def get(self, thread_id: str) -> Thread | None:
         return self._live(thread_id)
