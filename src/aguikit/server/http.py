@@ -691,10 +691,10 @@ class EventStreamResponse(Response):
         self.threads = threads
         """Where the run's events are folded into its thread once it ended."""
         self.max_life = max_life
+        """A background run's longest life in seconds (``None``: not a background run)."""
         self.after = after
         """Run (detached) once the answer ended: the connect endpoint's look at whether
         the run it followed ended without its producer."""
-        """A background run's longest life in seconds (``None``: not a background run)."""
         self.resume_grace = resume_grace if media_type == sse.MEDIA_TYPE else 0.0
         """With a log: seconds a run this answer started outlives its last reader.  Only
         an SSE answer can be resumed (JSONL and protobuf carry no ids), so another
@@ -1586,7 +1586,10 @@ def connect_endpoint(
     While a background run is in progress on the thread (``event_log`` is the agent
     endpoint's), the restating run is ``<runId>.history`` and the answer goes on with
     the run in progress restated compactly (the late joiner's prelude, from its start)
-    and then its live tail, to its end.
+    and then its live tail, to its end.  A run whose producer died ends there with the
+    ``RUN_ERROR`` (``AGUI-E021``) the log writes once its lease lapsed, and the connect
+    records that end into the thread; a run the log no longer holds (expired) is not
+    attached to, and the thread's mark of it is cleared.
 
     .. versionadded:: 0.4.0
     """
