@@ -242,6 +242,7 @@ REDIS_TESTS: Final = [
     "tests/test_redis_faults.py",
     "tests/test_resume.py",
     "tests/test_server_access.py",
+    "tests/test_thread_faults.py",
 ]
 SERVER_TESTS: Final = [
     "tests/test_server_http.py",
@@ -320,6 +321,11 @@ def faults(session: nox.Session, end: str) -> None:
     setups = "redis-1-worker,redis-2-workers" + (",memory" if end == "newest" else "")
     arguments = session.posargs or ["--setups", setups]
     session.run("python", "bench/faults.py", *arguments, env={"AGUIKIT_REQUIRE_REDIS": "1"})
+    # Issue 28's background-run faults, repeated: each prints its time to RUN_ERROR.
+    session.run(
+        "pytest", "-s", "-p", "no:cacheprovider", "tests/test_thread_faults.py",
+        env={"AGUIKIT_REQUIRE_REDIS": "1", "AGUIKIT_THREAD_FAULT_REPEATS": "20"},
+    )  # fmt: skip
 
 
 @nox.session(default=False)

@@ -54,9 +54,17 @@ def run_http_agent(url: str, script: dict[str, Any], *, crash_ok: bool = False) 
     run's promise, as on a cut connection) is an outcome, not a test failure:
     ``{"crashed": <the first line of its stderr>}``.
     """
+    return run_node_script("run_http_agent.mjs", url, script, crash_ok=crash_ok)
+
+
+def run_node_script(
+    name: str, url: str, script: dict[str, Any], *, crash_ok: bool = False
+) -> dict[str, Any]:
+    """Run ``tests/node/<name>`` with ``url`` and ``script`` (JSON); the JSON of its last
+    line of output (``crash_ok``: as for :func:`run_http_agent`)."""
     node = require_node()
     done = subprocess.run(
-        [node, str(NODE_DIR / "run_http_agent.mjs"), url, json.dumps(script)],
+        [node, str(NODE_DIR / name), url, json.dumps(script)],
         cwd=NODE_DIR,
         capture_output=True,
         text=True,

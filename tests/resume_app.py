@@ -9,7 +9,9 @@ tests of who starts a run and when a run nobody follows is cancelled, the worker
 :class:`Endless` instead (``AGUIKIT_TEST_HANDLER=endless``) with ``resume_grace`` from
 ``AGUIKIT_TEST_GRACE``, and each handler start and cancellation leaves a file in
 ``AGUIKIT_TEST_MARKS``: the handler runs in another process, so files are what the test
-can count.  ``AGUIKIT_TEST_LOG=memory`` serves from a memory log instead of Redis, and
+can count (``AGUIKIT_TEST_HANDLER=background``: every run a background run, with a
+Redis thread store on the same Redis).  ``AGUIKIT_TEST_LOG=memory`` serves from a
+memory log instead of Redis, and
 ``AGUIKIT_TEST_LOSE_CANCELLATION=N`` wraps the log so that the follower delivering the
 N-th event (0-based, over the process) hangs there and swallows its first cancellation
 (its first ``AGUIKIT_TEST_LOSE_TIMES``; :class:`aguikit.server.faults.FaultyLog`).
@@ -161,6 +163,11 @@ def _from_env() -> Any:
     if os.environ.get("AGUIKIT_TEST_HANDLER") == "endless":
         grace = float(os.environ.get("AGUIKIT_TEST_GRACE", "30"))
         served = create_app(Endless(), path="/agent", event_log=log, resume_grace=grace)
+    elif os.environ.get("AGUIKIT_TEST_HANDLER") == "background":  # tests/test_thread_faults.py
+        from aguikit.server.redis_threads import RedisThreadStore
+
+        threads = RedisThreadStore.from_url(url or "")
+        served = create_app(Endless(), path="/agent", event_log=log, threads=threads, background=True)
     else:
         served = make_app(log)
     served.router.routes.append(Route("/tasks", _tasks, methods=["GET"]))

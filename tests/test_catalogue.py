@@ -115,6 +115,35 @@ def _logged(example: tuple[Mapping[str, Any], ...]) -> set[str]:
         return asyncio.run(produce(url))
 
 
+def _stored(rule: Rule) -> set[str]:
+    """The ids a thread store reports when the example's events (``example[1:]``, one
+    recorded run) are recorded into their thread and the request (``example[0]``) then
+    loads its ``threadId``: on a :class:`MemoryThreadStore` (``setting`` at 1), and, for the
+    store-failure row, on a :class:`RedisThreadStore` whose ``redis-server`` has stopped."""
+    from tests.redis_server import redis_server
+
+    from aguikit.server.redis_threads import RedisThreadStore
+    from aguikit.server.threads import THREAD_STORE_FAILED, MemoryThreadStore, ThreadError
+
+    request, events, setting = rule.example[0], rule.example[1:], rule.setting
+    recorded = str(events[0]["threadId"])
+    seen: set[str] = set()
+
+    async def run(store: Any) -> None:
+        try:
+            await store.record(recorded, events)
+            await store.load(str(request["threadId"]), None)
+        except ThreadError as error:
+            seen.add(error.rule)
+
+    asyncio.run(run(MemoryThreadStore(**({setting: 1} if setting else {}))))
+    if rule.id == THREAD_STORE_FAILED:
+        with redis_server() as url:
+            store = RedisThreadStore.from_url(url)
+        asyncio.run(run(store))
+    return seen
+
+
 def _triggered(rule: Rule) -> set[str]:
     """Every catalogue id running ``rule``'s example through its stage reports."""
     seen: set[str] = set()
@@ -166,6 +195,8 @@ def _triggered(rule: Rule) -> set[str]:
         seen |= _produced(rule.example, rule.setting)
     elif rule.stage is Stage.EVENT_LOG:
         seen |= _logged(rule.example)
+    elif rule.stage is Stage.THREAD_STORE:
+        seen |= _stored(rule)
     elif rule.stage is Stage.CLIENT:
         sent: list[str] = []
         for document in rule.example:

@@ -72,6 +72,8 @@ FLOORS: Final[dict[str, int]] = {
     "aguikit.server.eventlog": 17,
     "aguikit.server.prelude": 17,
     "aguikit.server.redis_log": 17,
+    "aguikit.server.threads": 17,
+    "aguikit.server.redis_threads": 17,
     "aguikit.server.faults": 17,
     "aguikit.reference": 18,
     "aguikit.checker": 18,

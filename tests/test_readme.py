@@ -13,6 +13,7 @@ started as ``python server.py`` would start it, and answers.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -74,6 +75,10 @@ EXPECTED: dict[str, list[str]] = {
     "ScriptedAgent": [
         "- exchange 2 request: AGUI-R003 at /resume:",  # the thread rule fails the turn
         "3 exchanges",
+    ],
+    # the reloaded page holds the thread and the background run it attached to, whole
+    "reloaded.connect()": [
+        "['Hello', 'You said: Hello ', 'Tell me more', 'You said: Tell me more ']"
     ],
 }
 """What a snippet holding the key prints, beyond running without an error."""
@@ -461,3 +466,44 @@ def test_the_readme_proxy_block_records_the_example_agent_and_checks_the_recordi
     done = subprocess.run(check.split(), cwd=tmp_path, env=env, capture_output=True, text=True)
     assert 0 == done.returncode, done.stdout + done.stderr
     assert "recordings/t1.har" in done.stdout
+
+
+def test_the_readme_thread_agent_reload_attaches_to_a_background_run_in_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The README's TypeScript page reload, as written (``threadId`` and the URL given), in
+    Node with ``@ag-ui/client`` 1.0.0 and ``tests/node/thread_agent.mjs``: started while a
+    background run answers, it prints the run's whole answer."""
+    from tests.node_client import NODE_DIR, require_node
+    from tests.test_threads_http import PAUSE, WORDS, _answering, _background_app, _until, _user
+
+    from aguikit import Agent
+
+    shown = re.search(r"```js\n(import \{ ThreadAgent.*?)```", README.read_text("utf-8"), re.S)
+    assert shown is not None
+    monkeypatch.setitem(PAUSE, "seconds", 0.2)  # six seconds of run: Node starts inside it
+    app, store = _background_app()
+    with serve_asgi(app) as base:
+        url = base + "/agent"
+        code = 'const threadId = "t1";\n' + shown.group(1).replace("https://example.com/agent", url)
+
+        async def scenario() -> str:
+            page = Agent(url, thread_id="t1")
+            page.add_message(_user("u1", "go"))
+            running = asyncio.ensure_future(page.run())
+            await _until(lambda: _answering(page, 2))
+            assert store._threads["t1"][0].running is not None
+            done = await asyncio.to_thread(
+                subprocess.run,
+                [require_node(), "--input-type=module", "-e", code],
+                cwd=NODE_DIR,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            await running
+            assert 0 == done.returncode, done.stderr[-3000:]
+            return done.stdout
+
+        out = asyncio.run(scenario())
+    assert "".join(f"w{index} " for index in range(WORDS)) == out.strip() + " "

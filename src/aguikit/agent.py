@@ -27,6 +27,7 @@ message) and runs again.
 from __future__ import annotations
 
 import asyncio
+import copy
 import datetime
 import inspect
 import logging
@@ -497,6 +498,30 @@ class Agent:
             As :meth:`run`; ``TruncatedStreamError`` when the server cannot follow the run.
         """
         return await self._run(run_id, self._body(run_id, None), join=True)
+
+    async def connect(self) -> RunResult:
+        """
+        Load this agent's thread from a server that keeps threads (a page reload): the
+        server's ``connect`` endpoint (``<url>/connect``, see ``docs/threads.md``) answers
+        with the thread's restating run, so :attr:`messages`, :attr:`state` and
+        :attr:`interrupts` become the thread's as the server holds them.  What this agent
+        held is replaced, as a ``MESSAGES_SNAPSHOT`` replaces it.
+
+        .. versionadded:: 0.4.0
+
+        Raises:
+            As :meth:`run`; ``HTTPStatusError`` ``404`` for a thread the server does not
+            hold for this caller (``AGUI-E030`` in the problem document).
+        """
+        run_id = str(uuid.uuid4())
+        client = self._client
+        connecting = copy.copy(client)
+        connecting.url = client.url.rstrip("/") + "/connect"
+        self._client = connecting
+        try:
+            return await self._run(run_id, self._body(run_id, None), join=False)
+        finally:
+            self._client = client
 
     async def _run(self, run_id: str, body: dict[str, Any], *, join: bool) -> RunResult:
         if self._inner is not None:

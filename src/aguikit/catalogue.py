@@ -87,6 +87,7 @@ class Stage(enum.StrEnum):
     ENCODER = "encoder"
     PRODUCER = "producer"
     EVENT_LOG = "event-log"
+    THREAD_STORE = "thread-store"
     CLIENT = "client"
     CHECKER = "checker"
     CONVERSATION = "conversation"
@@ -1016,6 +1017,75 @@ RULES: Final[tuple[Rule, ...]] = (
         ),
         in_process=True,
         stage=Stage.PRODUCER,
+    ),
+    # -- what a thread store refuses to restate --------------------------------------------
+    Rule(
+        "AGUI-E030",
+        "thread-unknown",
+        "A request names a thread the store does not hold for its principal (never "
+        "recorded, expired, deleted, or another principal's: the same answer, so thread "
+        "ids cannot be probed); the endpoint answers 404",
+        "aguikit: aguikit.server.threads; spec 1.1 basic/transports (authorization is the "
+        "binding's and the application's)",
+        "No such thread (unknown, expired or deleted).",
+        (
+            {"threadId": "t2", "runId": "r2", "messages": []},
+            _rs(),
+            _rf(),
+        ),
+        stage=Stage.THREAD_STORE,
+    ),
+    Rule(
+        "AGUI-E031",
+        "thread-too-large",
+        "A thread's folded history is over the store's max_thread_bytes: it is kept with "
+        "its runs' outcomes but never restated (the endpoint answers 413), because a "
+        "truncated snapshot would be presented as the whole conversation",
+        "aguikit: aguikit.server.threads (max_thread_bytes); spec 1.1 events/state "
+        "(MESSAGES_SNAPSHOT replaces the conversation: a partial one would erase the rest)",
+        "The thread's history is over the store's bound; it cannot be restated.",
+        (
+            {"threadId": "t1", "runId": "r2", "messages": []},
+            _rs(),
+            _ts(),
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "Hello"},
+            {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+            _rf(),
+        ),
+        setting="max_thread_bytes",
+        stage=Stage.THREAD_STORE,
+    ),
+    Rule(
+        "AGUI-E032",
+        "thread-damaged",
+        "A thread could not be folded (a recorded run the session refused, named by its "
+        "event number and rule) or read back (a corrupt stored entry, named by its "
+        "pointer): it is marked damaged and never restated (the endpoint answers 409), "
+        "and no other thread is affected",
+        "aguikit: aguikit.server.threads, aguikit.server.redis_threads",
+        "The thread is damaged and cannot be restated.",
+        (
+            {"threadId": "t1", "runId": "r2", "messages": []},
+            _rs(),
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "nowhere", "delta": "x"},
+            _rf(),
+        ),
+        stage=Stage.THREAD_STORE,
+    ),
+    Rule(
+        "AGUI-E033",
+        "thread-store-failed",
+        "The thread store could not answer (Redis unreachable or failing, or an update "
+        "that lost every compare-and-set round to concurrent ones): nothing was changed, "
+        "and the endpoint answers 503, never an empty thread",
+        "aguikit: aguikit.server.redis_threads.RedisThreadStore",
+        "The server could not reach its thread store.",
+        (
+            {"threadId": "t1", "runId": "r2", "messages": []},
+            _rs(),
+            _rf(),
+        ),
+        stage=Stage.THREAD_STORE,
     ),
     # -- what a client leaves out of the run input it sends --------------------------------
     Rule(

@@ -726,16 +726,25 @@ class _Resume:
         return taken
 
     def note(self, data: Mapping[str, Any]) -> None:
-        """The last event delivered, and whether it ended the run."""
+        """The last event delivered, and whether it ended the requested run: a
+        ``RUN_FINISHED`` of another run (a thread's history replayed ahead of the
+        requested run, which the SSE binding allows on one response) does not end the
+        answer; a ``RUN_ERROR`` names no run and ends it."""
         kind = data.get("type")
         self.last_type = kind if isinstance(kind, str) else None
-        self.finished = self.last_type in _TERMINAL
+        self.finished = self.last_type in _TERMINAL and (
+            kind == "RUN_ERROR" or data.get("runId") in (None, self.body.get("runId"))
+        )
 
     def flush(self, failure: TransportError | None) -> list[dict[str, Any]]:
         """The answer is over: prelude frames held without their numbered last are
         delivered if it ended cleanly (an agent that numbers nothing), dropped if it
         broke (the join asks for a whole prelude again)."""
         held, self.held = self.held, []
+        if failure is None and self.last_type in _TERMINAL:
+            # An answer that ends cleanly after a terminal event is whole, whichever run
+            # that event names (a producer that ran under an id of its own, say).
+            self.finished = True
         if failure is not None or not held:
             return []
         self.note(held[-1])

@@ -40,6 +40,7 @@ _STAGE_TITLES: Final = {
     Stage.PRODUCER: "Producing a stream (aguikit.server.RunWriter)",
     Stage.CLIENT: "Sending a run input (aguikit.client.prepare_input)",
     Stage.EVENT_LOG: "Logging a run (aguikit.server event logs)",
+    Stage.THREAD_STORE: "Keeping threads (aguikit.server thread stores)",
     Stage.CHECKER: "What `aguikit check` looks at beyond the pipeline",
     Stage.CONVERSATION: "Conversations: requests and the thread across runs",
 }
@@ -67,6 +68,9 @@ _REPORTED_AS: Final = {
     "`aguikit.server.eventlog.EventLogError` at the handler's `emit`, `503` (a problem "
     "document) for a request the log could not answer; each with a record on the "
     "`aguikit.server` logger",
+    Stage.THREAD_STORE: "`aguikit.server.threads.ThreadError` (`rule`, the thread, the event "
+    "number or pointer where it broke) from the store, and the endpoint's problem document "
+    "carrying the rule id",
     Stage.CLIENT: "a line of `AgentClient.request_warnings` (the id and the symbol, then the "
     "message) and a record on the `aguikit` logger; the request is still sent",
     Stage.CONVERSATION: "a finding of `aguikit check` on a HAR file or recording "

@@ -8,10 +8,11 @@ handler over HTTP (SSE, JSONL or protobuf, keep-alive comments, backpressure, ea
 bound to its connection as the standard binding has it, or, given an event log such as
 :class:`MemoryEventLog`, resumable with ``Last-Event-ID`` and stopped by a cancel
 request), and :func:`capabilities_endpoint` publishes what the agent declares it can do;
-:class:`Access` and :class:`Denied` are what an endpoint's ``authorize`` hook is given
-and raises.  ``RunAgentInput`` is re-exported so a handler's
-module needs no other import.  The HTTP half needs Starlette (``aguikit[server]``) and is
-imported on first use, so the writer works without it.
+:class:`MemoryThreadStore` keeps what each thread's runs fold to, so a reloaded page is
+restated by snapshots (``docs/threads.md``); :class:`Access` and :class:`Denied` are
+what an endpoint's ``authorize`` hook is given and raises.  ``RunAgentInput`` is
+re-exported so a handler's module needs no other import.  The HTTP half needs Starlette
+(``aguikit[server]``) and is imported on first use, so the writer works without it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .._generated.models import RunAgentInput
 from .access import Access, Authorize, Denied
 from .eventlog import EventLog, MemoryEventLog
+from .threads import MemoryThreadStore, Thread, ThreadError, ThreadStore
 from .writer import (
     HANDLER_FAILED,
     Activity,
@@ -37,7 +39,14 @@ from .writer import (
 )
 
 if TYPE_CHECKING:
-    from .http import Handler, agui_endpoint, capabilities_endpoint, create_app
+    from .http import (
+        Handler,
+        agui_endpoint,
+        capabilities_endpoint,
+        connect_endpoint,
+        create_app,
+        delete_thread_endpoint,
+    )
 
 __all__ = [
     "HANDLER_FAILED",
@@ -50,6 +59,7 @@ __all__ = [
     "EventWriter",
     "Handler",
     "MemoryEventLog",
+    "MemoryThreadStore",
     "Mode",
     "ReasoningBlock",
     "ReasoningMessage",
@@ -58,13 +68,27 @@ __all__ = [
     "Sink",
     "SubagentWriter",
     "TextMessage",
+    "Thread",
+    "ThreadError",
+    "ThreadStore",
     "ToolCall",
     "agui_endpoint",
     "capabilities_endpoint",
+    "connect_endpoint",
     "create_app",
+    "delete_thread_endpoint",
 ]
 
-_HTTP = frozenset({"Handler", "agui_endpoint", "capabilities_endpoint", "create_app"})
+_HTTP = frozenset(
+    {
+        "Handler",
+        "agui_endpoint",
+        "capabilities_endpoint",
+        "connect_endpoint",
+        "create_app",
+        "delete_thread_endpoint",
+    }
+)
 
 
 def __getattr__(name: str) -> Any:

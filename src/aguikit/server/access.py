@@ -1,11 +1,13 @@
 """
-Who may start, resume, join or cancel a run: the endpoint's ``authorize`` hook.
+Who may start, resume, join or cancel a run, and read or delete a thread: the endpoint's
+``authorize`` hook.
 
 AG-UI defines no credential ("authentication and authorization are properties of the
 binding and the application"), so the endpoint asks the application.  A deployment
 passes ``authorize=`` to :func:`aguikit.server.agui_endpoint`: it is called with the
 Starlette request and an :class:`Access` record before a run starts, before a resume,
-before a join and before a cancel, and returns the request's *principal* (an opaque
+before a join, before a cancel, before a thread is read (``connect``, or a run request
+asking for its history) and before one is deleted, and returns the request's *principal* (an opaque
 string naming the user, or ``None`` for anonymous) or raises :class:`Denied`.
 
 The principal returned when a run starts is stored with the run in its event log; a
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Access", "Authorize", "Denied", "consult"]
 
-Action: TypeAlias = Literal["start", "resume", "join", "cancel"]
+Action: TypeAlias = Literal["start", "resume", "join", "cancel", "connect", "delete"]
 
 
 @attrs.frozen
@@ -37,16 +39,19 @@ class Access:
 
     Attributes:
         action: ``"start"`` a new run, ``"resume"`` one after a dropped connection
-            (``Last-Event-ID``), ``"join"`` one in progress (``X-AGUI-Join``), or
-            ``"cancel"`` it (``X-AGUI-Cancel``).
+            (``Last-Event-ID``), ``"join"`` one in progress (``X-AGUI-Join``),
+            ``"cancel"`` it (``X-AGUI-Cancel``), or ``"connect"`` to a thread (its
+            restating run, ``docs/threads.md``; ``run_id`` is the request's; a run request
+            asking for the thread's history ahead of its run is asked this too, after
+            its ``"start"``), or ``"delete"`` the thread (``run_id`` is ``None``).
         thread_id: The request's ``threadId``.
-        run_id: The run the request names.
+        run_id: The run the request names (``None`` for ``"delete"``, which names none).
         input: The ``RunAgentInput`` wire dict on ``"start"``; ``None`` otherwise.
     """
 
     action: Action
     thread_id: str | None
-    run_id: str
+    run_id: str | None
     input: Mapping[str, Any] | None = None
 
 

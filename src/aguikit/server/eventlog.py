@@ -213,6 +213,11 @@ class EventLog(Protocol):
         """Whether :meth:`cancel` was asked for ``run_id``: the producing worker polls it
         (at most every :data:`CANCEL_POLL` seconds) and cancels its handler."""
 
+    async def forget(self, run_id: str) -> None:
+        """Remove everything the log holds of the ended run ``run_id`` at once, rather
+        than ``ttl`` after its end (the runs of a deleted thread, ``docs/threads.md``);
+        a resume of it is then answered as for an unknown run."""
+
     def follow(
         self, run_id: str, after: str | None
     ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
@@ -366,6 +371,11 @@ class MemoryEventLog:
     async def cancel_requested(self, run_id: str) -> bool:
         run = self._live(run_id)
         return run is not None and run.cancel
+
+    async def forget(self, run_id: str) -> None:
+        run = self._live(run_id)
+        if run is not None and run.done:
+            self._forget(run_id)
 
     async def readers(self, run_id: str) -> int:
         return self._readers.get(run_id, 0)

@@ -49,6 +49,7 @@ Operation = Literal[
     "owner",
     "cancel",
     "cancel_requested",
+    "forget",
 ]
 """The log operations a fault can be planned against (``follow``: each delivered event)."""
 
@@ -182,6 +183,10 @@ class FaultyLog:
     async def cancel_requested(self, run_id: str) -> bool:
         await self._before("cancel_requested")
         return await self.log.cancel_requested(run_id)
+
+    async def forget(self, run_id: str) -> None:
+        await self._before("forget")
+        await self.log.forget(run_id)
 
     async def append(self, run_id: str, wire: Mapping[str, Any]) -> str:
         await self._before("append")

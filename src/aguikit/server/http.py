@@ -66,9 +66,10 @@ import functools
 import inspect
 import json
 import logging
+import math
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from http import HTTPStatus
 from typing import Any, Final, Literal, TypeVar
 
@@ -103,6 +104,17 @@ from .eventlog import (
     prelude,
 )
 from .prelude import gc_paused
+from .threads import (
+    THREAD_DAMAGED,
+    THREAD_STORE_FAILED,
+    THREAD_TOO_LARGE,
+    THREAD_UNKNOWN,
+    ThreadError,
+    ThreadStore,
+    merged,
+    owned,
+    restate,
+)
 from .writer import ErrorReport, Mode, RunWriter
 
 __all__ = [
@@ -113,7 +125,9 @@ __all__ = [
     "Handler",
     "agui_endpoint",
     "capabilities_endpoint",
+    "connect_endpoint",
     "create_app",
+    "delete_thread_endpoint",
     "negotiate",
 ]
 
@@ -151,6 +165,9 @@ _CANCEL_WAIT: Final = 3.0
 LOGGER: Final = logging.getLogger("aguikit.server")
 _DONE: Final[Any] = object()
 """Ends the frame queue: the run is over, or the client left."""
+_TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
+DEFAULT_MAX_RUN_SECONDS: Final = 3600.0
+"""The longest a background run goes on (an hour) unless the endpoint says otherwise."""
 _POLL: Final = 1.0
 """Seconds between two looks at the readers of a run that lost its first connection."""
 SETTLE_TIMEOUT: Final = 2.0
@@ -478,6 +495,63 @@ def _unprocessable(issues: list[tuple[str, str, str]]) -> Response:
     )
 
 
+OPTIONS_KEY: Final = "aguikit"
+"""The member of ``forwardedProps`` carrying aguikit's per-request options
+(``{"aguikit": {"hydrate": true}}``): ``forwardedProps`` is the protocol's own channel for
+what a client passes to its producer, so no header has to be configured on any client."""
+
+_THREAD_STATUS: Final = {
+    THREAD_UNKNOWN: 404,
+    THREAD_TOO_LARGE: 413,
+    THREAD_DAMAGED: 409,
+    THREAD_STORE_FAILED: 503,
+}
+"""The answer to each thread store refusal (``docs/threads.md``)."""
+
+
+def _option(run_input: RunAgentInput, name: str) -> bool:
+    """Whether the request's ``forwardedProps.aguikit.<name>`` is ``true``."""
+    props = run_input.forwarded_props
+    options = props.get(OPTIONS_KEY) if isinstance(props, Mapping) else None
+    return isinstance(options, Mapping) and options.get(name) is True
+
+
+def _thread_problem(error: ThreadError) -> Response:
+    """The problem document of a thread store's refusal, carrying its rule id."""
+    status = _THREAD_STATUS.get(error.rule or "", 503)
+    headers = {"Retry-After": "5"} if status == 503 else None
+    return _problem(status, str(error), headers=headers, code=error.rule, threadId=error.thread_id)
+
+
+async def _hydration(
+    threads: ThreadStore | None, run_input: RunAgentInput, principal: str | None
+) -> tuple[list[dict[str, Any]], RunAgentInput] | Response:
+    """The restating run of the request's thread (ahead of the run it asks for) and the
+    input the handler then gets (the thread's conversation and state with the request's,
+    :func:`~aguikit.server.threads.merged`), or the problem document refusing it."""
+    if threads is None:
+        return _problem(
+            400, "this endpoint keeps no threads (threads=): it cannot replay one's history"
+        )
+    try:
+        thread = await threads.load(run_input.thread_id, principal)
+    except ThreadError as error:
+        return _thread_problem(error)
+    given = to_wire(run_input)
+    messages, state = merged(thread, given.get("messages"), given.get("state"))
+    given["messages"], given["state"] = messages, state
+    # The history restates what the run starts from: the thread with the request's
+    # messages, so the client's own new message is not dropped by the snapshot.
+    start = attrs.evolve(thread, messages=tuple(messages), state=state)
+    history = restate(start, f"{run_input.run_id}{HISTORY_SUFFIX}")
+    return history, parse_run_agent_input(given, check=False)
+
+
+HISTORY_SUFFIX: Final = ".history"
+"""The restating run replayed ahead of a requested run is ``<runId>.history``: a run id of
+its own (a stream may carry several runs, never one id twice)."""
+
+
 Serve = Callable[[RunAgentInput, RunWriter], Awaitable[None]]
 """A handler of either kind, as the response runs it: given the request and a writer
 that has not started, it runs the run to its end."""
@@ -604,6 +678,10 @@ class EventStreamResponse(Response):
         telemetry: Observe | None = None,
         trace_headers: Mapping[str, str] | None = None,
         send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
+        history: list[dict[str, Any]] | None = None,
+        threads: ThreadStore | None = None,
+        max_life: float | None = None,
+        after: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         # As StreamingResponse does: no body, so no Content-Length is declared.
         self.status_code = 200
@@ -644,6 +722,15 @@ class EventStreamResponse(Response):
         """With a log: follow the run after this id rather than start it."""
         self.join_prelude = join_prelude
         """With a log and ``resume_after``: start with a prelude rather than the log."""
+        self.history = history or []
+        """The thread's restating run, sent ahead of the run (no ids: it is not logged)."""
+        self.threads = threads
+        """Where the run's events are folded into its thread once it ended."""
+        self.max_life = max_life
+        """A background run's longest life in seconds (``None``: not a background run)."""
+        self.after = after
+        """Run (detached) once the answer ended: the connect endpoint's look at whether
+        the run it followed ended without its producer."""
         self.resume_grace = resume_grace if media_type == sse.MEDIA_TYPE else 0.0
         """With a log: seconds a run this answer started outlives its last reader.  Only
         an SSE answer can be resumed (JSONL and protobuf carry no ids), so another
@@ -693,6 +780,11 @@ class EventStreamResponse(Response):
         watcher = asyncio.create_task(watch())
         try:
             await self._send(send, {"type": "http.response.start", "status": 200})
+            for wire in self.history:
+                body = self.encode(wire)
+                await self._send(
+                    send, {"type": "http.response.body", "body": body, "more_body": True}
+                )
             await self._pump(queue, send)
         except OSError:  # the connection broke under a send
             self.disconnected = True
@@ -710,6 +802,8 @@ class EventStreamResponse(Response):
             finally:  # also when following failed or hung: the run must not wait for it
                 if started is not None:
                     started.reader_left()
+                if self.after is not None:
+                    _detach(self.after())
 
     def writer(self, sink: Callable[[Mapping[str, Any]], Awaitable[None]]) -> RunWriter:
         """The run's :class:`RunWriter`, writing to ``sink``."""
@@ -723,14 +817,58 @@ class EventStreamResponse(Response):
             principal=self.principal,
             telemetry=self.telemetry,
             trace_headers=self.trace_headers,
+            restate_input=self.max_life is not None,
         )
 
     async def run_handler(self, sink: Callable[[Mapping[str, Any]], Awaitable[None]]) -> None:
         """Run the handler on a :class:`RunWriter` writing to ``sink``, with the run's trace
         current (``telemetry``)."""
+        sink, events = self.recording(sink)
         run = self.writer(sink)
         with run.activate_trace():
             await self.handler(self.run_input, run)
+        await self.record(events)
+
+    def recording(
+        self, sink: Callable[[Mapping[str, Any]], Awaitable[None]]
+    ) -> tuple[Callable[[Mapping[str, Any]], Awaitable[None]], list[Mapping[str, Any]]]:
+        """``sink``, keeping each event in the list it returns too when the run is to be
+        recorded into its thread (``threads``); ``sink`` itself otherwise."""
+        events: list[Mapping[str, Any]] = []
+        if self.threads is None:
+            return sink, events
+
+        async def keep(wire: Mapping[str, Any]) -> None:
+            events.append(wire)
+            await sink(wire)
+
+        return keep, events
+
+    async def record(self, events: list[Mapping[str, Any]]) -> None:
+        """Fold the ended run's ``events`` into its thread.  A run cut short (no terminal
+        event: cancelled with its connection) is not recorded, so its thread stays as its
+        last ended run left it; a background run's end is recorded only while its thread
+        still marks it in progress (:meth:`ThreadStore.end`: once, and never into a thread
+        deleted meanwhile); a store that fails is logged, never the run's failure."""
+        threads = self.threads
+        if threads is None:
+            return
+        if self.max_life is not None:
+            await _end_in_thread(
+                threads, self.run_input.thread_id, self.run_input.run_id, events, self.principal
+            )
+            return
+        if not events or events[-1].get("type") not in _TERMINAL:
+            return
+        try:
+            await threads.record(
+                self.run_input.thread_id,
+                events,
+                owner=self.principal,
+                given=to_wire(self.run_input),
+            )
+        except ThreadError as error:
+            LOGGER.error("run %r: not recorded into its thread: %s", self.run_input.run_id, error)
 
     async def _follow(
         self, log: EventLog, queue: asyncio.Queue[Any], started: _LoggedRun | None
@@ -925,11 +1063,26 @@ class _LoggedRun:
         """Whether the watch last saw a reader following the run (after it left)."""
         self.stopping = False
         """Whether the endpoint cancelled the run on purpose (nobody followed it)."""
+        self.background = response.max_life is not None
+        """A background run: it goes on at full speed with no reader, to its end."""
         self.task = _detach(self._produce(response))
+        if response.max_life is not None:
+            # A background run lives without readers, up to its longest life.
+            self.grace = math.inf
+            expiry = asyncio.get_running_loop().call_later(response.max_life, self._expire)
+            self.task.add_done_callback(lambda _: expiry.cancel())
         self.key = (id(log), self.run_id)
         _RUNNING[self.key] = self
         self.task.add_done_callback(self._forget)
         _detach(self._heed_cancel())
+
+    def _expire(self) -> None:
+        """A background run reached its longest life: cancelled, as a run nobody follows
+        is, so it ends with the cancelled outcome."""
+        if not self.task.done():
+            LOGGER.info("run %r cancelled: it ran its longest life", self.run_id)
+            self.stopping = True
+            self.task.cancel()
 
     def _forget(self, task: asyncio.Task[None]) -> None:
         """The run ended: a cancel request can no longer find it."""
@@ -978,7 +1131,7 @@ class _LoggedRun:
             number = self.last = int(await self.log.append(self.run_id, wire))
             self.logged.set()
             while (self.attached and number - self.taken > self.window) or (
-                not (self.attached or self.followed or self.stopping)
+                not (self.attached or self.followed or self.stopping or self.background)
                 and number - self.left_at > self.window
             ):
                 self.progress.clear()
@@ -988,15 +1141,17 @@ class _LoggedRun:
                 # does not suspend) must not starve the loop: its grace watch included.
                 await asyncio.sleep(0)
 
-        writer = response.writer(sink)
+        recording, events = response.recording(sink)
+        writer = response.writer(recording)
         try:
             with writer.activate_trace():
                 await response.handler(response.run_input, writer)
         finally:
             self.logged.set()
             # Shielded: a cancelled run is still closed and marked ended, so its followers
-            # (and resumers) get its end, never silence.
+            # (and resumers) get its end, never silence; and recorded into its thread.
             await asyncio.shield(self._end(writer))
+            await asyncio.shield(response.record(events))
 
     async def _end(self, writer: RunWriter) -> None:
         """End the run in the log: a run stopped on purpose first gets the cancelled
@@ -1176,6 +1331,52 @@ async def _cancel(
     )
 
 
+async def _end_in_thread(
+    threads: ThreadStore,
+    thread_id: str,
+    run_id: str,
+    events: Sequence[Mapping[str, Any]],
+    principal: str | None,
+) -> None:
+    """Record the end of the background run ``run_id`` (its whole ``events``, whose
+    ``RUN_STARTED`` carries its input) into its thread, logging a store that fails."""
+    first = events[0] if events else {}
+    given = first.get("input") if first.get("type") == "RUN_STARTED" else None
+    try:
+        await threads.end(thread_id, run_id, events, owner=principal, given=given)
+    except ThreadError as error:
+        LOGGER.error("run %r: its end not recorded into its thread: %s", run_id, error)
+
+
+async def _settle_in_thread(
+    threads: ThreadStore, log: EventLog, thread_id: str, run_id: str, principal: str | None
+) -> None:
+    """After a connecting client followed the background run ``run_id``: when the log
+    holds its end (its producer's, or the ``RUN_ERROR`` a follower wrote once the
+    producer's lease lapsed, ``AGUI-E021``), record that end into the thread, which its
+    dead producer never did; a live producer records first and this changes nothing."""
+    try:
+        events = [wire for _, wire in await log.read(run_id)]
+    except Exception as exc:
+        LOGGER.warning("run %r: reading its end back from the log failed: %r", run_id, exc)
+        return
+    if events and events[-1].get("type") in _TERMINAL:
+        await _end_in_thread(threads, thread_id, run_id, events, principal)
+
+
+async def _stop_run(log: EventLog, run_id: str) -> None:
+    """Ask the run ``run_id`` to stop, on whichever worker runs it: at once when it is this
+    process's, else through the log's cancel flag; a log that cannot answer is logged."""
+    here = _LoggedRun.here(log, run_id)
+    if here is not None:
+        _detach(here.cancel())
+        return
+    try:
+        await asyncio.wait_for(log.cancel(run_id), LOG_TIMEOUT)
+    except Exception as exc:
+        LOGGER.warning("run %r: its cancel request could not be logged: %r", run_id, exc)
+
+
 def _jsonl_bytes(wire: Mapping[str, Any]) -> bytes:
     return jsonl.encode_line(wire).encode("utf-8")
 
@@ -1195,6 +1396,10 @@ def agui_endpoint(
     max_body_bytes: int = MAX_BODY_BYTES,
     telemetry: Observe | None = None,
     send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
+    threads: ThreadStore | None = None,
+    background: bool = False,
+    allow_background: bool = False,
+    max_run_seconds: float = DEFAULT_MAX_RUN_SECONDS,
 ) -> Callable[[Request], Awaitable[Response]]:
     """
     Wrap ``handler`` as an HTTP endpoint that answers AG-UI run requests.
@@ -1267,6 +1472,23 @@ def agui_endpoint(
             before the client is treated as gone, as if it had disconnected: without a
             log its handler is cancelled, with one the run's resume grace starts
             (``None``: wait for ever, a client that never reads then holds its handler).
+        threads: A thread store (:class:`~aguikit.server.threads.MemoryThreadStore`, a
+            :class:`~aguikit.server.redis_threads.RedisThreadStore`): each run that ends
+            is folded into its thread (with the conversation and state its request
+            carried), owned by the principal ``authorize`` named; a request whose
+            ``forwardedProps`` hold ``{"aguikit": {"hydrate": true}}`` gets the thread's
+            restating run (``<runId>.history``) ahead of its own run, on the same stream
+            (``404``/``413``/``409``/``503`` with the store's rule id when it cannot be
+            had).  ``docs/threads.md``.
+        background: Run every run detached (needs ``event_log`` and ``threads``): it goes
+            on with no reader until it ends or ``max_run_seconds`` pass (then it is
+            cancelled, ending with the cancelled outcome), its ``RUN_STARTED`` carries its
+            input, and a client that connects meanwhile (``POST {path}/connect``) gets the
+            thread restated, then the run restated compactly, then its live tail.
+        allow_background: Let a request ask for a background run itself, with
+            ``forwardedProps`` ``{"aguikit": {"background": true}}`` (refused with
+            ``403`` otherwise).
+        max_run_seconds: The longest a background run goes on.
 
     Raises:
         TypeError: ``handler`` is neither a coroutine function nor an async generator
@@ -1276,7 +1498,7 @@ def agui_endpoint(
        ``expose_errors``, ``max_body_bytes``, ``send_timeout``; refusals are problem
        documents, a failing event log a ``503``.
     .. versionchanged:: 0.4.0  ``event_log`` defaults to ``None`` (a run bound to its
-       connection); the cancel request (``X-AGUI-Cancel``) for a logged run.
+       connection); the cancel request (``X-AGUI-Cancel``) for a logged run; ``threads``.
     """
     if send_timeout is not None and not send_timeout > 0:
         raise ValueError("send_timeout must be positive (or None)")
@@ -1288,6 +1510,13 @@ def agui_endpoint(
         raise ValueError("max_body_bytes must be at least 1")
     serve = _serving(handler)
     log: EventLog | None = MemoryEventLog() if event_log is OWN_MEMORY_LOG else event_log
+    if (background or allow_background) and (log is None or threads is None):
+        raise ValueError(
+            "background runs need an event_log (their events outlive every connection) "
+            "and threads (where a connecting client finds the run in progress)"
+        )
+    if not max_run_seconds > 0:
+        raise ValueError("max_run_seconds must be positive")
 
     async def endpoint(request: Request) -> Response:
         media_type = negotiate(request.headers.get("accept"))
@@ -1318,6 +1547,28 @@ def agui_endpoint(
                     return claimed
                 if not claimed:
                     return await _taken(log, run_input, principal)
+        detached: float | None = None
+        if resume_after is None and (background or _option(run_input, "background")):
+            if not (background or allow_background):
+                return _problem(403, "this endpoint does not run background runs on request")
+            assert threads is not None  # checked when the endpoint was built
+            try:
+                await threads.begin(run_input.thread_id, run_input.run_id, owner=principal)
+            except ThreadError as error:
+                return _thread_problem(error)
+            detached = max_run_seconds
+        history: list[dict[str, Any]] | None = None
+        if resume_after is None and _option(run_input, "hydrate"):
+            # Replaying the history reads the thread, as a connect does: the hook is asked
+            # that too, so a hook that guards reads guards this one.
+            reading = Access("connect", run_input.thread_id, run_input.run_id, data)
+            reader = await _authorized(authorize, request, reading)
+            if isinstance(reader, Response):
+                return reader
+            hydration = await _hydration(threads, run_input, reader)
+            if isinstance(hydration, Response):
+                return hydration
+            history, run_input = hydration
         return EventStreamResponse(
             serve,
             run_input,
@@ -1336,10 +1587,170 @@ def agui_endpoint(
             telemetry=telemetry,
             trace_headers=request.headers,
             send_timeout=send_timeout,
+            history=history,
+            threads=threads,
+            max_life=detached,
         )
 
     endpoint.__name__ = getattr(handler, "__name__", "agui_endpoint")
     endpoint.__doc__ = getattr(handler, "__doc__", None)
+    return endpoint
+
+
+def connect_endpoint(
+    threads: ThreadStore,
+    *,
+    event_log: EventLog | None = None,
+    authorize: Authorize | None = None,
+    keepalive: float | None = 15.0,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
+) -> Callable[[Request], Awaitable[Response]]:
+    """
+    An endpoint answering a ``POST`` of a ``RunAgentInput`` with its thread's restating
+    run: what the official TypeScript client's ``connectAgent()`` asks an agent's
+    ``connect()`` for, so a reloaded page gets its conversation back.
+
+    The answer is one run under the request's ``runId``: ``RUN_STARTED``,
+    ``MESSAGES_SNAPSHOT``, ``STATE_SNAPSHOT``, ``RUN_FINISHED`` (with the pending
+    interrupts), framed as ``Accept`` asks and verified by a :class:`RunWriter` like any
+    run.  The ``authorize`` hook is asked with action ``"connect"``; only the principal
+    that owns the thread gets it, anyone else the ``404`` of a thread that does not exist
+    (``AGUI-E030``); ``413``/``409``/``503`` for a thread too large, damaged, or a store
+    that cannot answer.  :func:`create_app` mounts it at ``{path}/connect`` when given
+    ``threads``.  ``docs/threads.md`` has the TypeScript subclass.
+
+    While a background run is in progress on the thread (``event_log`` is the agent
+    endpoint's), the restating run is ``<runId>.history`` and the answer goes on with
+    the run in progress restated compactly (the late joiner's prelude, from its start)
+    and then its live tail, to its end.  A run whose producer died ends there with the
+    ``RUN_ERROR`` (``AGUI-E021``) the log writes once its lease lapsed, and the connect
+    records that end into the thread; a run the log no longer holds (expired) is not
+    attached to, and the thread's mark of it is cleared.
+
+    .. versionadded:: 0.4.0
+    """
+
+    async def endpoint(request: Request) -> Response:
+        media_type = negotiate(request.headers.get("accept"))
+        read = await _read_input(request, max_body_bytes)
+        if isinstance(read, Response):
+            return read
+        data, run_input = read
+        access = Access("connect", run_input.thread_id, run_input.run_id, data)
+        principal = await _authorized(authorize, request, access)
+        if isinstance(principal, Response):
+            return principal
+        try:
+            thread = await threads.load(run_input.thread_id, principal)
+        except ThreadError as error:
+            return _thread_problem(error)
+        running = thread.running if event_log is not None else None
+        if running is not None and event_log is not None:
+            # The log, not the thread's mark, says whether the run can be followed: a
+            # run whose log expired (its worker died long ago) is no longer in progress.
+            held = await _owned(event_log, attrs.evolve(run_input, run_id=running), principal)
+            if isinstance(held, Response):
+                return held
+            if not held:
+                await _end_in_thread(threads, run_input.thread_id, running, [], principal)
+                running = None
+        attach = running is not None
+        try:
+            events = restate(thread, run_input.run_id + (HISTORY_SUFFIX if attach else ""))
+        except ThreadError as error:
+            return _thread_problem(error)
+
+        async def replay(given: RunAgentInput) -> AsyncIterator[dict[str, Any]]:
+            for wire in events:
+                yield wire
+
+        if running is not None and event_log is not None:
+            log = event_log
+            return EventStreamResponse(
+                _serving(replay),
+                attrs.evolve(run_input, run_id=running),
+                media_type=media_type,
+                mode="strict",
+                keepalive=keepalive,
+                queue_size=64,
+                snapshot_every=0,
+                event_log=event_log,
+                resume_after="0",
+                join_prelude=True,
+                principal=principal,
+                send_timeout=send_timeout,
+                history=events,
+                after=lambda: _settle_in_thread(
+                    threads, log, run_input.thread_id, running, principal
+                ),
+            )
+        return EventStreamResponse(
+            _serving(replay),
+            run_input,
+            media_type=media_type,
+            mode="strict",
+            keepalive=keepalive,
+            queue_size=len(events),
+            snapshot_every=0,
+            principal=principal,
+            send_timeout=send_timeout,
+        )
+
+    return endpoint
+
+
+def delete_thread_endpoint(
+    threads: ThreadStore,
+    *,
+    event_log: EventLog | None = None,
+    authorize: Authorize | None = None,
+) -> Callable[[Request], Awaitable[Response]]:
+    """
+    An endpoint deleting the thread its path names (``{thread_id}``, percent-encoded):
+    ``204`` once every trace of it is gone from the store (on Redis its one key).
+
+    The ``authorize`` hook is asked with action ``"delete"`` (``run_id`` ``None``); only
+    the thread's owner may delete it, and anyone else gets the ``404`` (``AGUI-E030``) of
+    a thread that does not exist, as an unknown, expired or already deleted thread does.
+    A damaged or too large thread can be deleted (its owner's way out).  A background run
+    in progress on it is asked to stop (a cancel request, on whichever worker runs it),
+    and its end is not recorded: a deleted thread is never brought back by a run that
+    ends after.  The ended runs' events go from ``event_log`` too (they name the thread),
+    rather than its ``ttl`` after they ended.  ``503`` (``AGUI-E033``) when the store
+    cannot answer, or with the log's code when it cannot (the thread is then kept, so
+    the ``DELETE`` can be repeated).
+    :func:`create_app` mounts it at ``DELETE {path}/threads/{thread_id}``.
+
+    .. versionadded:: 0.4.0
+    """
+
+    async def endpoint(request: Request) -> Response:
+        thread_id = str(request.path_params["thread_id"])
+        access = Access("delete", thread_id, None)
+        principal = await _authorized(authorize, request, access)
+        if isinstance(principal, Response):
+            return principal
+        try:
+            thread = owned(await threads.get(thread_id), thread_id, principal)
+        except ThreadError as error:
+            return _thread_problem(error)
+        if event_log is not None:
+            if thread.running is not None:
+                await _stop_run(event_log, thread.running)
+            # The ended runs' events name the thread too: gone with it, not ttl later;
+            # first, so a log that fails leaves the thread for a repeated DELETE.
+            for run in thread.runs:
+                forgotten = await _consult_log(event_log.forget(run.run_id))
+                if isinstance(forgotten, Response):
+                    return forgotten
+        try:
+            await threads.delete(thread_id)
+        except ThreadError as error:
+            return _thread_problem(error)
+        LOGGER.info("thread %r deleted", thread_id)
+        return Response(status_code=204)
+
     return endpoint
 
 
@@ -1354,6 +1765,10 @@ def create_app(
     A one-route ASGI app serving ``handler`` with ``POST`` on ``path``; ``options`` are
     those of :func:`agui_endpoint`.  ``uvicorn module:app`` runs it.
 
+    With ``threads`` (an option of :func:`agui_endpoint`) it also answers
+    ``POST {path}/connect`` with a thread's restating run (:func:`connect_endpoint`) and
+    ``DELETE {path}/threads/{thread_id}`` by deleting the thread
+    (:func:`delete_thread_endpoint`).
     With ``capabilities`` it also answers ``GET {path}/capabilities`` with them (see
     :func:`capabilities_endpoint`), where :meth:`aguikit.Agent.capabilities` looks, and
     declares there whether the endpoint's runs can be resumed: ``transport.resumable`` is
@@ -1370,7 +1785,25 @@ def create_app(
     .. versionchanged:: 0.3.0  ``capabilities``.
     .. versionchanged:: 0.4.0  ``transport.resumable`` declared from ``event_log``.
     """
+    if options.get("event_log") is OWN_MEMORY_LOG:  # one log the thread routes share
+        options = {**options, "event_log": MemoryEventLog()}
     routes = [Route(path, agui_endpoint(handler, **options), methods=["POST"])]
+    threads = options.get("threads")
+    if threads is not None:
+        log = options.get("event_log")
+        connect = connect_endpoint(
+            threads,
+            event_log=log,
+            **{
+                name: options[name]
+                for name in ("authorize", "keepalive", "max_body_bytes", "send_timeout")
+                if name in options
+            },
+        )
+        base = path.rstrip("/")
+        routes.append(Route(base + "/connect", connect, methods=["POST"]))
+        delete = delete_thread_endpoint(threads, event_log=log, authorize=options.get("authorize"))
+        routes.append(Route(base + "/threads/{thread_id:path}", delete, methods=["DELETE"]))
     if capabilities is not None:
         declared = _declare_resumable(capabilities, options.get("event_log") is not None)
         where = path.rstrip("/") + "/capabilities"

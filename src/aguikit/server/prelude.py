@@ -185,10 +185,13 @@ def _restated(
 
 
 class _Fold:
-    """One consumer of a stream: its session (messages, state) and its verifier."""
+    """One consumer of a stream: its session (messages, state) and its verifier; ``state``
+    is what the run started from when its ``RUN_STARTED`` carried its ``input``."""
 
-    def __init__(self) -> None:
-        self.session = Session(verify=False, keep_delivered=False)
+    def __init__(self, state: Any = None) -> None:
+        self.session = Session(
+            verify=False, keep_delivered=False, state={} if state is None else state
+        )
         self.verifier = Verifier()
 
     def feed(self, wire: Mapping[str, Any]) -> list[Event]:
@@ -223,7 +226,8 @@ def build_prelude(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]] |
         return None
     if any(wire.get("type") in _ENDS for wire in wires):
         return None
-    original = _Fold()
+    given = wires[0].get("input")
+    original = _Fold(given.get("state") if isinstance(given, Mapping) else None)
     minted: set[Any] = set()
     skeleton: list[dict[str, Any]] = []
     try:

@@ -369,6 +369,10 @@ class RedisEventLog:
         asked = self.redis.hexists(self.owner_prefix + run_id, "cancel")
         return bool(await self._ask(run_id, "read the run's cancel flag", asked))
 
+    async def forget(self, run_id: str) -> None:
+        keys = [*self._keys(run_id), self.readers_prefix + run_id]
+        await self._ask(run_id, "forget the run", self.redis.delete(*keys))
+
     async def readers(self, run_id: str) -> int:
         counted = self._count(keys=[self.readers_prefix + run_id])
         return int(await self._ask(run_id, "count its readers", counted))

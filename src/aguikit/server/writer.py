@@ -1120,6 +1120,9 @@ class RunWriter(EventWriter):
             handler sends itself (beside the handler's own metadata).
         trace_headers: The request's headers, whose ``traceparent``/``tracestate`` the
             run's span continues (the endpoint passes them).
+        restate_input: ``RUN_STARTED`` carries the request as its ``input``, so a reader
+            joining the run later (a background run, ``docs/threads.md``) folds the
+            conversation the run started from.
 
     A request declaring an older ``protocolVersion`` than aguikit speaks (or none) gets
     every event without the members its version does not have yet
@@ -1139,6 +1142,7 @@ class RunWriter(EventWriter):
         principal: str | None = None,
         telemetry: _observe.Observe | None = None,
         trace_headers: Mapping[str, str] | None = None,
+        restate_input: bool = False,
     ) -> None:
         if is_sdk_model(run_input):
             run_input = sdk_wire(run_input)
@@ -1148,6 +1152,9 @@ class RunWriter(EventWriter):
             raise TypeError("RunWriter needs a RunAgentInput (typed, wire dict or ag_ui.core)")
         self.input: RunAgentInput = run_input
         """The request this run answers."""
+        self.restate_input = restate_input
+        """Whether ``RUN_STARTED`` carries the request (``input``), so a reader that joins
+        the run later (a background run) learns the conversation it started from."""
         self.principal = principal
         """Who sent the request, as the endpoint's ``authorize`` hook named them (an
         opaque string, a user id say); ``None``: anonymous, or no hook.  A handler scopes
@@ -1214,6 +1221,8 @@ class RunWriter(EventWriter):
             started["protocolVersion"] = spoken
         if self.input.parent_run_id is not None:
             started["parentRunId"] = self.input.parent_run_id
+        if self.restate_input:
+            started["input"] = to_wire(self.input)
         await self._stream.submit(started)  # which adds the trace to its metadata
 
     async def finish(self) -> None:
