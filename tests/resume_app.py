@@ -167,7 +167,9 @@ def _from_env() -> Any:
         from aguikit.server.redis_threads import RedisThreadStore
 
         threads = RedisThreadStore.from_url(url or "")
-        served = create_app(Endless(), path="/agent", event_log=log, threads=threads, background=True)
+        served = create_app(
+            Endless(), path="/agent", event_log=log, threads=threads, background=True
+        )
     else:
         served = make_app(log)
     served.router.routes.append(Route("/tasks", _tasks, methods=["GET"]))
