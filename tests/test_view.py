@@ -27,6 +27,7 @@ from typing import Any, Final
 
 import pytest
 from bench.bench_view import ARGS, stream
+from tests.servers import Route, serve
 from tests.test_check import cli
 from tests.test_conversation import _entry
 from tests.test_conversation import _recording as _har
@@ -417,6 +418,19 @@ def test_a_directory_of_protobuf_and_jsonl_is_one_page(tmp_path: Path) -> None:
     )
     demo = _demo_events()
     assert demo + demo == data["events"]
+
+
+def test_a_url_is_viewed_as_check_reads_it(tmp_path: Path) -> None:
+    """A URL is fetched as ``check`` fetches it (the same source path): the page holds the
+    agent's events, under the URL's name."""
+    with serve() as server:
+        url = server.add("/agent", Route([DEMO.read_bytes()]))
+        out = tmp_path / "page.html"
+        code, said, _ = cli("view", url, "-o", str(out))
+    assert (0, f"{out}: 44 events, 0 findings\n") == (code, said)
+    data = _data(out.read_text())
+    assert _demo_events() == data["events"]
+    assert [url] == [s["name"] for s in data["sources"]]
 
 
 def test_an_unreadable_source_gives_checks_error(tmp_path: Path) -> None:
