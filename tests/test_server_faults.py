@@ -101,8 +101,15 @@ def test_a_follower_that_loses_its_cancellation_does_not_keep_the_run_alive(
     inner = make_log()
     faulty = FaultyLog(inner).lose_cancellation("follow", after=1)
     endless = Endless()
-    with serve_asgi(create_app(endless, event_log=faulty, resume_grace=0.5)) as url:
-        read_then_hang_up(url + "/", BODY)  # its follower hangs at event 2 meanwhile
+    app = create_app(endless, event_log=faulty, resume_grace=0.5, keepalive=0.2)
+    with serve_asgi(app) as url:
+        # Half a second of reading (keep-alives come while the follower hangs at event 2):
+        # a Redis append cancelled mid-write finishes before the run goes on, so event 2
+        # may come after the first frame.
+        read_then_hang_up(url + "/", BODY, seconds=0.5)
+        deadline = time.monotonic() + 10  # recorded when the server loses the cancellation
+        while not faulty.fired and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert [("lose", "follow", 1)] == faulty.fired
         assert endless.cancelled.wait(20)
         time.sleep(0.3)
