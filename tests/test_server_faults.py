@@ -104,8 +104,8 @@ def test_a_follower_that_loses_its_cancellation_does_not_keep_the_run_alive(
     app = create_app(endless, event_log=faulty, resume_grace=0.5, keepalive=0.2)
     with serve_asgi(app) as url:
         # Half a second of reading (keep-alives come while the follower hangs at event 2):
-        # a Redis append cancelled mid-write finishes before the run goes on, so event 2
-        # may come after the first frame.
+        # under load event 2 may come well after the first frame, and a client gone by
+        # then cancels a follower the fault has not yet reached.
         read_then_hang_up(url + "/", BODY, seconds=0.5)
         deadline = time.monotonic() + 10  # recorded when the server loses the cancellation
         while not faulty.fired and time.monotonic() < deadline:
