@@ -16,6 +16,7 @@ import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from tests.servers import free_port, wait_listening
@@ -73,3 +74,10 @@ def redis_process(port: int | None = None) -> Iterator[tuple[str, subprocess.Pop
                 process.send_signal(signal.SIGCONT)  # a stalled server still stops
                 process.terminate()
             process.wait(timeout=10)
+
+
+async def close_client(client: Any) -> None:
+    """Close an asyncio Redis client on every redis-py the project admits: ``aclose``
+    came in 5.0.1, and the oldest (5.0.0) has only ``close``."""
+    closing = getattr(client, "aclose", None) or client.close
+    await closing()

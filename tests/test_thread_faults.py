@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.redis_server import redis_process
+from tests.redis_server import close_client, redis_process
 from tests.servers import free_port, serve_asgi, uvicorn_workers
 
 import aguikit
@@ -73,7 +73,7 @@ async def _stored(url: str, thread_id: str) -> Thread | None:
     try:
         return await store.get(thread_id)
     finally:
-        await store.redis.aclose()
+        await close_client(store.redis)
 
 
 @pytest.mark.parametrize("attempt", range(REPEATS))

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 import pytest
-from tests.redis_server import redis_server
+from tests.redis_server import close_client, redis_server
 
 from aguikit import Session
 from aguikit.server.threads import (
@@ -283,7 +283,7 @@ _WORKER = textwrap.dedent(
         for index in range(count):
             await store.record("shared", _run("shared", f"{{name}}-{{index}}", "Hello " + name))
         print(store.conflicts)
-        await store.redis.aclose()
+        await close_client(store.redis)
 
     asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
     """
@@ -322,7 +322,7 @@ def test_two_workers_racing_on_one_thread_lose_no_update() -> None:
                 )
                 return await store.get("shared")
             finally:
-                await store.redis.aclose()
+                await close_client(store.redis)
 
         thread = asyncio.run(start_then_read())
         outputs = [worker.communicate()[0] for worker in workers]
@@ -362,8 +362,8 @@ def test_on_redis_a_thread_is_one_key_with_a_ttl_and_deletion_leaves_nothing() -
         with pytest.raises(ThreadError) as gone:
             await store.load("t1", "alice")
         assert THREAD_UNKNOWN == gone.value.rule
-        await store.redis.aclose()
-        await other.redis.aclose()
+        await close_client(store.redis)
+        await close_client(other.redis)
 
     with redis_server() as url:
         asyncio.run(go(url))
@@ -401,7 +401,7 @@ def test_a_corrupt_redis_entry_is_marked_damaged_and_other_threads_are_unaffecte
         with pytest.raises(ThreadError) as unreadable:
             await store.load("t3", None)
         assert THREAD_DAMAGED == unreadable.value.rule
-        await store.redis.aclose()
+        await close_client(store.redis)
 
     with redis_server() as url:
         asyncio.run(go(url))

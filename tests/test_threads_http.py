@@ -21,7 +21,7 @@ import pytest
 from redis.asyncio import Redis
 from starlette.requests import Request
 from tests.node_client import NODE_DIR, run_node_script
-from tests.redis_server import redis_server
+from tests.redis_server import close_client, redis_server
 from tests.servers import serve_asgi
 
 from aguikit import Agent, Session
@@ -436,7 +436,7 @@ def test_deleting_a_thread_over_http_leaves_nothing_of_it_in_redis() -> None:
     async def keys() -> list[bytes]:
         redis = Redis.from_url(redis_url)
         found = [key async for key in redis.scan_iter(match="*")]
-        await redis.aclose()
+        await close_client(redis)
         return found
 
     with redis_server() as redis_url:
@@ -460,7 +460,7 @@ def test_deleting_a_thread_over_http_leaves_nothing_of_it_in_redis() -> None:
                 raw["messages"] = "oops"
                 await redis.set("aguikit:thread:t2", json.dumps(raw))
                 found = [key async for key in redis.scan_iter(match="*")]
-                await redis.aclose()
+                await close_client(redis)
                 return found
 
             before = sorted(asyncio.run(corrupt()))
