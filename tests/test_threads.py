@@ -283,7 +283,7 @@ _WORKER = textwrap.dedent(
         for index in range(count):
             await store.record("shared", _run("shared", f"{{name}}-{{index}}", "Hello " + name))
         print(store.conflicts)
-        await close_client(store.redis)
+        await store.redis.aclose()
 
     asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
     """
