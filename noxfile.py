@@ -12,6 +12,7 @@ so only ``tests`` and ``tests_compiled`` read them (they are pytest's); ``lint``
 from __future__ import annotations
 
 import shutil
+import sys
 import tomllib
 from pathlib import Path
 from typing import Final
@@ -78,7 +79,8 @@ def tests(session: nox.Session) -> None:
     """Unit, property and conformance tests (the official corpus is read from ../shared)."""
     session.install("-e", ".[test]", *TEST_TOOLS)
     install_node_packages(session)
-    session.run("pytest", *session.posargs, env={"AGUIKIT_BUILD": "pure"})
+    env = {"AGUIKIT_BUILD": "pure", "AGUIKIT_WHEEL_CACHE": str(WHEEL_CACHE)}
+    session.run("pytest", *session.posargs, env=env)
 
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -126,11 +128,32 @@ def compiled_wheel(session: nox.Session) -> Path:
     return wheel
 
 
+WHEEL_CACHE: Final = ROOT / ".nox" / ".wheels"
+"""Where ``tests/test_readme.py`` leaves the compiled wheel the README's build commands
+built, under the digest of the tree it was built from (``tests/tree_digest.py``)."""
+
+
+def readme_wheel(session: nox.Session) -> Path | None:
+    """The compiled wheel the ``tests`` session's README test built from this very tree for
+    this session's interpreter, if there is one: one compile serves both sessions."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from tests.tree_digest import tree_digest
+    finally:
+        sys.path.remove(str(ROOT))
+    python = session.python if isinstance(session.python, str) else None  # None: nox's own
+    tag = "cp" + (python or f"{sys.version_info[0]}.{sys.version_info[1]}").replace(".", "")
+    kept = sorted((WHEEL_CACHE / tree_digest(ROOT)).glob(f"aguikit-*-{tag}-*.whl"))
+    if kept:
+        session.log(f"the compiled wheel the README's commands built: {kept[-1]}")
+    return kept[-1] if kept else None
+
+
 def install_compiled(session: nox.Session, *extras: str) -> None:
     """Install the compiled wheel, non-editable, with ``extras``' dependencies, and the same
     wheel again over any older one of the same version (a reused venv); then fail loudly if
     any module of the list is not an extension module."""
-    wheel = compiled_wheel(session)
+    wheel = readme_wheel(session) or compiled_wheel(session)
     session.install(f"{wheel}[{','.join(extras)}]" if extras else str(wheel))
     session.install("--force-reinstall", "--no-deps", str(wheel))
     session.run("python", "-c", ASSERT_COMPILED, *COMPILED)

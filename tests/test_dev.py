@@ -25,11 +25,17 @@ REPO = Path(__file__).resolve().parent.parent
 class _Recorder:
     """Stands in for ``nox.Session``: keeps every ``run`` call."""
 
+    python: str | None = None
+
     def __init__(self, posargs: list[str]) -> None:
         self.posargs = posargs
         self.runs: list[tuple[str, ...]] = []
+        self.installs: list[tuple[str, ...]] = []
 
     def install(self, *args: str) -> None:
+        self.installs.append(args)
+
+    def log(self, *args: Any) -> None:
         pass
 
     def run(self, *args: str, **kwargs: Any) -> None:
@@ -109,6 +115,7 @@ def test_the_compiled_tests_session_hands_its_arguments_to_pytest(
     modules the compiled build cannot change, left out)."""
     session = _Builder(["-k", "foo"], tmp_path)
     noxfile = _noxfile(monkeypatch)
+    monkeypatch.setattr(noxfile, "WHEEL_CACHE", tmp_path / "wheels")  # none kept: it builds
 
     noxfile.tests_compiled(session)
 
@@ -119,6 +126,35 @@ def test_the_compiled_tests_session_hands_its_arguments_to_pytest(
     assert [("-m", "build"), ("-c",)] == [
         run[1 : 3 if run[1] == "-m" else 2] for run in session.runs if run[0] == "python"
     ]
+
+
+def test_the_compiled_session_installs_the_wheel_the_readme_test_built_from_this_tree(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One compile serves ``./dev test``: the wheel ``tests/test_readme.py`` built by the
+    README's commands is kept under the tree's digest and installed by ``tests_compiled``
+    instead of a second build; a wheel kept for another tree is not."""
+    from tests.tree_digest import tree_digest
+
+    noxfile = _noxfile(monkeypatch)
+    monkeypatch.setattr(noxfile, "WHEEL_CACHE", tmp_path / "wheels")
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    name = f"aguikit-0.1.0-{tag}-{tag}-linux_x86_64.whl"
+    stale = tmp_path / "wheels" / ("0" * 64) / name
+    stale.parent.mkdir(parents=True)
+    stale.touch()
+    session = _Builder([], tmp_path / "tmp")
+    noxfile.tests_compiled(session)
+    assert ("-m", "build") in [run[1:3] for run in session.runs]  # the stale one is not used
+
+    kept = tmp_path / "wheels" / tree_digest(REPO) / name
+    kept.parent.mkdir(parents=True)
+    kept.touch()
+    session = _Builder([], tmp_path / "tmp")
+    noxfile.tests_compiled(session)
+    assert [] == [run for run in session.runs if run[1:3] == ("-m", "build")]
+    assert (f"{kept}[test]",) == session.installs[0]
+    assert ("--force-reinstall", "--no-deps", str(kept)) == session.installs[1]
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="./dev is a bash script")

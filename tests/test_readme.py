@@ -31,6 +31,7 @@ import httpx
 import pytest
 from tests.servers import serve_asgi
 from tests.test_pytest_plugin import PLUGIN_ARGS
+from tests.tree_digest import tracked_files, tree_digest
 
 from aguikit.session import Session
 from aguikit.transport.asgi import ASGIApp
@@ -369,12 +370,11 @@ def test_the_readme_install_and_build_blocks_install_aguikit_from_a_checkout_as_
     assert any("HATCH_BUILD_HOOKS_ENABLE=1" in command for command in commands)
     assert f"git clone {urls['Repository']}" == clone
     assert "cd aguikit" == install[0]
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
     checkout = tmp_path / "aguikit"
-    for name in filter(None, listed.stdout.decode("utf-8").split("\0")):
-        if (ROOT / name).is_file():  # a tracked file deleted in the working tree is gone
-            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, checkout / name)
+    digest = tree_digest(ROOT)
+    for name in tracked_files(ROOT):
+        (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, checkout / name)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
@@ -401,6 +401,13 @@ def test_the_readme_install_and_build_blocks_install_aguikit_from_a_checkout_as_
 
     run_block(commands, checkout)
     assert "aguikit build: compiled (mypyc)\n" == build()
+    cache = os.environ.get("AGUIKIT_WHEEL_CACHE")
+    if cache and digest == tree_digest(ROOT):  # tests_compiled installs this very wheel
+        (wheel,) = (checkout / "dist").glob("aguikit-*-cp3*-*.whl")
+        shutil.rmtree(cache, ignore_errors=True)  # only the wheel of the tree as it is now
+        kept = Path(cache) / digest
+        kept.mkdir(parents=True)
+        shutil.copy2(wheel, kept / wheel.name)
 
     run_block([" && ".join(install)], tmp_path)  # one shell, as a user types them
     assert "aguikit build: pure Python\n" == build()
