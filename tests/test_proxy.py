@@ -480,3 +480,44 @@ def test_the_reads_are_judged_in_batches_that_leave_the_loop_to_the_forwarding()
     assert batched.summary.findings == alone.summary.findings
     assert {"AGUI-V012", "AGUI-V002"} <= set(batched.summary.findings), printed.getvalue()
     assert sorted(printed.getvalue().splitlines()) == sorted(printed_alone.getvalue().splitlines())
+
+
+def test_the_forwarding_client_reads_on_the_loops_own_transports() -> None:
+    """The proxy's upstream connections are the event loop's own transports (no anyio
+    cancel scope and reading resumed then paused per read): a body far larger than a
+    connection holds unread, read slowly (so reading is paused and resumed), arrives
+    whole and in order; the kept-alive connection serves the next request; an answer cut
+    mid-body is a TransportError and the request after it gets a fresh connection."""
+    import asyncio
+
+    from aguikit.errors import TransportError
+    from aguikit.transport.http import aforward, aforward_client, aread
+
+    pieces = [bytes([65 + n % 26]) * 65536 for n in range(64)]  # 4 MiB
+
+    async def fetch(client: httpx.AsyncClient, url: str, slow: bool = False) -> tuple[bytes, Any]:
+        got = bytearray()
+        async with aforward(client, "POST", url, [], b"{}") as response:
+            stream = response.extensions["network_stream"]
+            async for chunk in aread(response):
+                got += chunk
+                if slow and len(got) < 1 << 20:
+                    await asyncio.sleep(0.02)  # the agent writes on: it piles up unread
+        return bytes(got), stream
+
+    async def main(agent: Any) -> None:
+        whole = agent.add("/whole", Route(pieces, content_type="application/octet-stream"))
+        cut = agent.add("/cut", Route([b"data: {}\n\n"], drop=True))
+        small = agent.add("/small", Route([b"ok"], content_type="text/plain"))
+        client = aforward_client(httpx.Timeout(10.0), httpx.Limits())
+        async with client:
+            body, first = await fetch(client, whole, slow=True)
+            assert b"".join(pieces) == body
+            assert "aguikit.transport.http" == type(first).__module__
+            assert (b"ok", first) == await fetch(client, small)  # kept alive, reused
+            with pytest.raises(TransportError):
+                await fetch(client, cut)
+            assert b"ok" == (await fetch(client, small))[0]
+
+    with serve() as agent:
+        asyncio.run(main(agent))

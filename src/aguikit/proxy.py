@@ -56,7 +56,7 @@ from .errors import AguiError, DecodeError, TransportError
 from .jsonio import loads
 from .proto import decode_message
 from .session import Session
-from .transport.http import aforward, aread
+from .transport.http import aforward, aforward_client, aread
 from .transport.jsonl import MEDIA_TYPE as JSONL_MEDIA_TYPE
 from .transport.jsonl import JSONLDecoder
 from .transport.proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
@@ -504,9 +504,9 @@ class ProxyApp:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout, connect=10.0),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
+            self._client = aforward_client(
+                httpx.Timeout(self.timeout, connect=10.0),
+                httpx.Limits(max_connections=None, max_keepalive_connections=100),
             )
         return self._client
 
