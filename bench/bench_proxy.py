@@ -458,7 +458,7 @@ def main() -> None:
     unstamped = max(r["unstamped"] for r in rounds)
     if unstamped:
         print(
-            f"  ({unstamped:.2%} of a round's reads at most had no kernel receive time: those"
+            f"  ({unstamped:.3%} of a round's reads at most had no kernel receive time: those"
             " delays include the client's own)"
         )
     print("  medians over the rounds, ms (p50/p99 of each round):")
