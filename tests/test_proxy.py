@@ -521,3 +521,52 @@ def test_the_forwarding_client_reads_on_the_loops_own_transports() -> None:
 
     with serve() as agent:
         asyncio.run(main(agent))
+
+
+def test_the_forwarding_client_speaks_tls_to_an_https_agent(tmp_path: Path) -> None:
+    """An ``https`` agent: the loop's own transport is upgraded to TLS (the certificate
+    checked against the authority given), and the answer streams through it chunk by
+    chunk."""
+    import asyncio
+    import shutil
+    import ssl
+
+    from aguikit.transport.http import aforward, aforward_client, aread
+
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl command to make a certificate with")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            *(openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    pieces = _sse(HELLO)
+
+    async def agent(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for piece in pieces:
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+            await asyncio.sleep(0.01)
+        await send({"type": "http.response.body", "body": b""})
+
+    async def main(url: str) -> None:
+        trust = ssl.create_default_context(cafile=str(cert))
+        client = aforward_client(httpx.Timeout(10.0), httpx.Limits(), verify=trust)
+        async with client, aforward(client, "POST", url, [], b"{}") as response:
+            stream = response.extensions["network_stream"]
+            got = [chunk async for chunk in aread(response)]
+        assert b"".join(pieces) == b"".join(got) and len(got) > 1
+        assert "aguikit.transport.http" == type(stream).__module__
+        assert stream.get_extra_info("ssl_object") is not None
+
+    with serve_asgi(agent, ssl_certfile=str(cert), ssl_keyfile=str(key)) as url:
+        asyncio.run(main(url.replace("http://", "https://") + "/"))

@@ -479,18 +479,21 @@ class _Backend(httpcore.AsyncNetworkBackend):
         await asyncio.sleep(seconds)
 
 
-def aforward_client(timeout: httpx.Timeout, limits: httpx.Limits) -> httpx.AsyncClient:
+def aforward_client(
+    timeout: httpx.Timeout, limits: httpx.Limits, *, verify: ssl.SSLContext | bool = True
+) -> httpx.AsyncClient:
     """
     The ``httpx`` client :func:`aforward` is fastest with: httpx and httpcore as usual
     (pool, HTTP/1.1 parsing, TLS, proxies from the environment), with the connections made
     on the running asyncio loop's own transports instead of through anyio, which cost a
     cancel scope and two ``epoll_ctl`` calls per read (:class:`_Stream`).  When the
     installed httpx keeps its pool elsewhere, the client is httpx's default, slower but
-    the same on the wire.  Not for trio.
+    the same on the wire.  Not for trio.  ``verify`` is httpx's: an ``https`` agent's
+    certificate is checked against the system's authorities unless told otherwise.
 
     .. versionadded:: 0.5.0
     """
-    transport = httpx.AsyncHTTPTransport(limits=limits)
+    transport = httpx.AsyncHTTPTransport(limits=limits, verify=verify)
     pool = getattr(transport, "_pool", None)
     if isinstance(pool, httpcore.AsyncConnectionPool) and hasattr(pool, "_network_backend"):
         pool._network_backend = _Backend()
