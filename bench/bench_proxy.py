@@ -4,10 +4,14 @@ event over forwarding alone.
 
 One uvicorn worker (a raw ASGI agent, so the agent's own cost stays out of the numbers)
 serves ``--streams`` concurrent runs of ``--events`` valid events, one every
-``--interval`` ms per stream.  Two proxies run beside it, one worker each:
+``--interval`` ms per stream, each stream on its own phase of the interval (stream ``k``
+of ``n`` at ``k/n`` of it: 100 conversations do not tick together), or all at the same
+instants with ``--lockstep`` (the worst burst: every stream's event arrives at once, so
+the last one forwarded waits for all the others).  Proxies run beside it, one worker each:
 
 * ``forward``: ``aguikit proxy --no-validate``, forwarding alone;
-* ``judge``: ``aguikit proxy`` judging every request, event and thread, as a user runs it.
+* ``judge``: ``aguikit proxy`` judging every request, event and thread, as a user runs it;
+* ``record``: the same with ``--record DIR``, whose recordings give the proxy's own measure.
 
 The machine this runs on is shared, so nothing is compared across runs, only within one:
 
@@ -17,10 +21,19 @@ The machine this runs on is shared, so nothing is compared across runs, only wit
   receive time of each read (``SO_TIMESTAMPNS``), so its own scheduling is out of the
   measure; an event's delay is that time minus its stamp, and what the proxy adds is, per
   event, its delay through the proxy minus the same event's delay direct.
-* **Alternated CPU.**  Rounds alternate ``forward`` and ``judge`` (``--repeat`` pairs,
-  the order swapped every pair); a round's CPU is the proxy process's user plus system
-  time over it (``/proc``), per event; the judging's cost is the median over the pairs of
+* **The proxy's own stamps** (issue 25, item 4): in the ``record`` round, per event, the
+  time from the read that completed it leaving the upstream connection (httpx handing it
+  over) to its being written downstream, from the recording's ``upstreamMs`` and
+  ``downstreamMs``.  The difference between this and the added delay is the time the
+  bytes waited for the proxy's loop to get to them (the machine's and the other streams'
+  share).
+* **Rotated CPU.**  Rounds rotate through the proxies (``--repeat`` sets, the order
+  rotated every set); a round's CPU is the proxy process's user plus system time over it
+  (``/proc``), per event; the judging's cost is the median over the sets of
   ``judge``/``forward``.
+* **Pinning** (``--pin``): the proxies on the last CPU, the agent and the clients on the
+  first, so the proxy never waits behind the agent's own writes (other work on the
+  machine still can: each round prints the proxy's run-queue share).
 
 The targets (issue 25): at most 2 ms added at p99 and at most +20% CPU per event over
 forwarding alone.  It asserts only that every stream arrived whole: timings depend on
@@ -29,6 +42,7 @@ the machine.
 Usage::
 
     python bench/bench_proxy.py [--streams 100] [--events 1000] [--interval 20] [--repeat 3]
+        [--lockstep] [--pin] [--ways forward,judge,record]
 """
 
 from __future__ import annotations
@@ -36,18 +50,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import importlib.machinery
 import json
 import os
 import re
 import selectors
+import shutil
 import socket
 import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -103,7 +121,8 @@ def agent_app(events: int, interval: float) -> Any:
                 break
         body = json.loads(raw)
         thread, run = body["threadId"], body["runId"]
-        key, ways = body["forwardedProps"]["pair"], body["forwardedProps"]["ways"]
+        props = body["forwardedProps"]
+        key, ways, phase = props["pair"], props["ways"], props["phase"]
         await send(
             {
                 "type": "http.response.start",
@@ -129,9 +148,11 @@ def agent_app(events: int, interval: float) -> Any:
             {"type": "TEXT_MESSAGE_END", "messageId": "m"},
             {"type": "RUN_FINISHED", "threadId": thread, "runId": run},
         ]
+        loop = asyncio.get_running_loop()
+        start = loop.time() + phase * interval / 1000  # each event at its own time, no drift
         try:
             for n, event in enumerate(plan):
-                await asyncio.sleep(interval / 1000)
+                await asyncio.sleep(max(0.0, start + (n + 1) * interval / 1000 - loop.time()))
                 head = b"data: " + json.dumps(event)[:-1].encode() + b', "rawEvent": {"sent": '
                 # who is written first alternates, so neither connection gains on the other
                 for way in pair.sends[n % 2 :] + pair.sends[: n % 2]:
@@ -170,7 +191,9 @@ def _received(ancillary: list[tuple[int, int, bytes]]) -> int:
     return time.time_ns()  # no kernel stamp: the read's own time (said in the output)
 
 
-def run_client(urls: list[str], streams: int, events: int, tag: str) -> dict[str, Any]:
+def run_client(
+    urls: list[str], streams: int, events: int, tag: str, spread: bool
+) -> dict[str, Any]:
     """Reads every stream from each of ``urls`` at once (a blocking selector loop, raw
     sockets: the kernel's receive time is all it measures, so it needs no HTTP client)."""
     selector = selectors.DefaultSelector()
@@ -186,7 +209,11 @@ def run_client(urls: list[str], streams: int, events: int, tag: str) -> dict[str
                     "state": {},
                     "tools": [],
                     "context": [],
-                    "forwardedProps": {"pair": f"{tag}-{stream}", "ways": len(urls)},
+                    "forwardedProps": {
+                        "pair": f"{tag}-{stream}",
+                        "ways": len(urls),
+                        "phase": stream / streams if spread else 0.0,
+                    },
                     "protocolVersion": "1.1",
                 }
             ).encode()
@@ -202,14 +229,16 @@ def run_client(urls: list[str], streams: int, events: int, tag: str) -> dict[str
             connection = _Connection(sock, stream, way)
             connections.append(connection)
             selector.register(sock, selectors.EVENT_READ, connection)
-    stamped = True
+    unstamped = reads = 0
     open_ = len(connections)
     space = socket.CMSG_SPACE(16)
     while open_:
         for key, _ in selector.select():
             connection = key.data
             data, ancillary, _, _ = connection.sock.recvmsg(65536, space)
-            stamped = stamped and (bool(ancillary) or not data)
+            if data:
+                reads += 1
+                unstamped += not ancillary  # the kernel's timestamping starts with a lag
             received = _received(ancillary)
             pending = connection.pending + data
             last = 0
@@ -226,7 +255,7 @@ def run_client(urls: list[str], streams: int, events: int, tag: str) -> dict[str
     delays: list[list[list[float]]] = [[[] for _ in urls] for _ in range(streams)]
     for connection in connections:
         delays[connection.stream][connection.way] = connection.delays
-    return {"delays": delays, "stamped": stamped}
+    return {"delays": delays, "unstamped": unstamped / max(reads, 1)}
 
 
 # -- the measurement -----------------------------------------------------------------------
@@ -260,22 +289,34 @@ def _build() -> str:
     return "compiled (mypyc)" if compiled else "pure Python"
 
 
-def measure(
-    way: str, proxy: subprocess.Popen[bytes], url: str, agent: str, tag: str, args: Any
-) -> dict[str, Any]:
+def _held(directory: Path, tag: str) -> list[float]:
+    """The proxy's own measure, from its recordings of round ``tag`` (issue 25, item 4): per
+    event, ms from the read that completed it leaving the upstream connection to the read
+    written downstream (``downstreamMs - upstreamMs``)."""
+    held: list[float] = []
+    for path in directory.glob(f"t{tag}-*.har"):
+        for entry in json.loads(path.read_text())["log"]["entries"]:
+            held += [e["downstreamMs"] - e["upstreamMs"] for e in entry["_aguikit"]["events"]]
+    return held
+
+
+def measure(way: str, proxy: Proxy, agent: str, tag: str, args: Any) -> dict[str, Any]:
     """One round: every stream direct and through ``proxy`` at once."""
-    cpu_before, waited_before, started = _cpu(proxy.pid), _waited(proxy.pid), time.monotonic()
+    pid = proxy.process.pid
+    cpu_before, waited_before, started = _cpu(pid), _waited(pid), time.monotonic()
     out = subprocess.run(
         [
-            *(sys.executable, __file__, "--client", agent, url),
+            *(sys.executable, __file__, "--client", agent, proxy.url),
             *("--streams", str(args.streams), "--events", str(args.events), "--tag", tag),
+            *(["--lockstep"] if args.lockstep else []),
+            *(["--cpu", "0"] if args.pin else []),
         ],
         capture_output=True,
         text=True,
         check=True,
     )
-    cpu = _cpu(proxy.pid) - cpu_before
-    waited = (_waited(proxy.pid) - waited_before) / (time.monotonic() - started)
+    cpu = _cpu(pid) - cpu_before
+    waited = (_waited(pid) - waited_before) / (time.monotonic() - started)
     result = json.loads(out.stdout)
     direct: list[float] = []
     through: list[float] = []
@@ -286,34 +327,59 @@ def measure(
         through += p
         added += [b - a for a, b in zip(d, p, strict=True)]
     events = len(through)
+    held = _held(proxy.record, tag) if proxy.record is not None else []
     return {
         "way": way,
         "cpu_us": cpu / events * 1e6,
         "direct": (_quantile(direct, 0.5) / 1000, _quantile(direct, 0.99) / 1000),
         "through": (_quantile(through, 0.5) / 1000, _quantile(through, 0.99) / 1000),
         "added": (_quantile(added, 0.5) / 1000, _quantile(added, 0.99) / 1000),
-        "stamped": result["stamped"],
+        "held": (_quantile(held, 0.5), _quantile(held, 0.99)) if held else None,
+        "unstamped": result["unstamped"],
         "waited": waited,
     }
 
 
 def _line(r: dict[str, Any]) -> str:
+    held = (
+        f"   held in the proxy p50/p99 {r['held'][0]:5.2f}/{r['held'][1]:5.2f} ms"
+        if r["held"]
+        else ""
+    )
     return (
         f"  {r['way']:7}  CPU {r['cpu_us']:6.1f} us/event   "
         f"direct p50/p99 {r['direct'][0]:6.2f}/{r['direct'][1]:7.2f} ms   "
         f"proxied {r['through'][0]:6.2f}/{r['through'][1]:7.2f} ms   "
-        f"added per event p50/p99 {r['added'][0]:6.2f}/{r['added'][1]:7.2f} ms   "
+        f"added per event p50/p99 {r['added'][0]:6.2f}/{r['added'][1]:7.2f} ms{held}   "
         f"waited for a CPU {r['waited'] * 100:4.1f}% of the round"
     )
 
 
-def _start_proxy(agent: str, validate: bool) -> tuple[subprocess.Popen[bytes], str]:
+@dataclasses.dataclass
+class Proxy:
+    process: subprocess.Popen[bytes]
+    url: str
+    record: Path | None
+
+
+def _start_proxy(agent: str, way: str, pin: bool, scratch: Path) -> Proxy:
     port = _free_port()
     command = [sys.executable, "-m", "aguikit", "proxy", "--upstream", agent]
-    command += ["--port", str(port)] + ([] if validate else ["--no-validate"])
-    proxy = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    command += ["--port", str(port)]
+    record = None
+    if way == "forward":
+        command.append("--no-validate")
+    elif way == "record":
+        record = scratch / way
+        command += ["--record", str(record)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    if pin:  # the proxy alone on the last CPU, the agent and the clients on the first
+        os.sched_setaffinity(process.pid, {max(os.sched_getaffinity(0))})
     _wait(port)
-    return proxy, f"http://127.0.0.1:{port}/"
+    return Proxy(process, f"http://127.0.0.1:{port}/", record)
+
+
+WAYS = ("forward", "judge", "record")
 
 
 def main() -> None:
@@ -321,75 +387,121 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=100)
     parser.add_argument("--events", type=int, default=1000)
     parser.add_argument("--interval", type=float, default=20.0, help="ms between events")
-    parser.add_argument("--repeat", type=int, default=3, help="pairs of rounds")
+    parser.add_argument("--repeat", type=int, default=3, help="sets of rounds, one per way")
+    parser.add_argument(
+        "--lockstep",
+        action="store_true",
+        help="every stream's events at the same instants (the worst burst), not spread",
+    )
+    parser.add_argument(
+        "--pin", action="store_true", help="the proxies on one CPU, agent and clients on another"
+    )
+    parser.add_argument(
+        "--ways", default=",".join(WAYS), help=f"proxies to measure ({','.join(WAYS)})"
+    )
     parser.add_argument("--client", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--tag", help=argparse.SUPPRESS)
     parser.add_argument("--agent", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--cpu", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.cpu is not None:
+        os.sched_setaffinity(0, {args.cpu})
     if args.client:
-        print(json.dumps(run_client(args.client, args.streams, args.events, args.tag)))
+        result = run_client(args.client, args.streams, args.events, args.tag, not args.lockstep)
+        print(json.dumps(result))
         return
     if args.agent:
         serve_agent(args.agent, args.events, args.interval)
         return
+    ways = [w for w in args.ways.split(",") if w]
+    assert ways and set(ways) <= set(WAYS) and "forward" in ways, "--ways needs forward"
     port = _free_port()
     agent_process = subprocess.Popen(
         [
             *(sys.executable, __file__, "--agent", str(port)),
             *("--events", str(args.events), "--interval", str(args.interval)),
+            *(["--cpu", "0"] if args.pin else []),
         ]
     )
-    proxies: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+    proxies: dict[str, Proxy] = {}
     rounds: list[dict[str, Any]] = []
+    scratch = Path(tempfile.mkdtemp(prefix="bench_proxy-"))
     try:
         _wait(port)
         agent = f"http://127.0.0.1:{port}/"
         print(
             f"bench_proxy ({_build()}): {args.streams} streams x {args.events} events, one "
-            f"every {args.interval:g} ms per stream, one proxy worker, {args.repeat} pairs "
-            "of rounds",
+            f"every {args.interval:g} ms per stream "
+            f"({'in lockstep' if args.lockstep else 'their phases spread over it'}), one "
+            f"proxy worker{' pinned to its own CPU' if args.pin else ''}, {args.repeat} sets "
+            f"of rounds ({', '.join(ways)}, the order rotated)",
             flush=True,
         )
-        proxies = {way: _start_proxy(agent, way == "judge") for way in ("forward", "judge")}
+        proxies = {way: _start_proxy(agent, way, args.pin, scratch) for way in ways}
         for pair in range(args.repeat):
-            order = ("forward", "judge") if pair % 2 == 0 else ("judge", "forward")
-            for way in order:
-                process, url = proxies[way]
-                result = measure(way, process, url, agent, f"{pair}{way[0]}", args)
+            for way in ways[pair % len(ways) :] + ways[: pair % len(ways)]:
+                result = measure(way, proxies[way], agent, f"{pair}{way[0]}", args)
                 result["pair"] = pair
                 rounds.append(result)
                 print(_line(result), flush=True)
     finally:
         summaries = {}
-        for way, (process, _) in proxies.items():
-            process.terminate()
-            summaries[way] = process.communicate(timeout=60)[0].decode().strip().splitlines()
+        for way, proxy in proxies.items():
+            proxy.process.terminate()
+            summaries[way] = proxy.process.communicate(timeout=60)[0].decode().splitlines()
         agent_process.terminate()
         agent_process.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
     for way, lines in summaries.items():
-        print(f"  {way} proxy: " + " / ".join(line.strip() for line in lines[-3:]))
-    if not all(r["stamped"] for r in rounds):
-        print("  (no kernel receive time on this system: delays include the client's own)")
-    ratios = [
-        next(r for r in rounds if r["pair"] == p and r["way"] == "judge")["cpu_us"]
-        / next(r for r in rounds if r["pair"] == p and r["way"] == "forward")["cpu_us"]
-        for p in range(args.repeat)
-    ]
-    for way in ("forward", "judge"):
+        head = [line.strip() for line in lines if line.startswith("aguikit proxy:")]
+        print(f"  {way} proxy: " + " / ".join(head))
+    unstamped = max(r["unstamped"] for r in rounds)
+    if unstamped:
+        print(
+            f"  ({unstamped:.3%} of a round's reads at most had no kernel receive time: those"
+            " delays include the client's own)"
+        )
+    print("  medians over the rounds, ms (p50/p99 of each round):")
+    mine = rounds
+    print(
+        "    direct : p50 "
+        f"{statistics.median(r['direct'][0] for r in mine):.2f}, p99 "
+        f"{statistics.median(r['direct'][1] for r in mine):.2f}"
+    )
+    for way in ways:
         mine = [r for r in rounds if r["way"] == way]
         each = ", ".join(f"{r['added'][1]:.2f}" for r in mine)
+        held = [r["held"] for r in mine if r["held"]]
         print(
-            f"  {way:7}: CPU median {statistics.median(r['cpu_us'] for r in mine):.1f} us/event,"
-            f" added p50 median {statistics.median(r['added'][0] for r in mine):.2f} ms,"
-            f" added p99 median {statistics.median(r['added'][1] for r in mine):.2f} ms"
-            f" (rounds: {each})"
+            f"    {way:7}: CPU {statistics.median(r['cpu_us'] for r in mine):.1f} us/event;"
+            f" arrival p50 {statistics.median(r['through'][0] for r in mine):.2f},"
+            f" p99 {statistics.median(r['through'][1] for r in mine):.2f};"
+            f" added p50 {statistics.median(r['added'][0] for r in mine):.2f},"
+            f" p99 {statistics.median(r['added'][1] for r in mine):.2f} (rounds: {each})"
+            + (
+                f"; held in the proxy (its own stamps) p50 "
+                f"{statistics.median(h[0] for h in held):.3f}, p99 "
+                f"{statistics.median(h[1] for h in held):.3f}"
+                if held
+                else ""
+            )
         )
-    pairs = ", ".join(f"x{x:.2f}" for x in ratios)
-    print(
-        f"  judging over forwarding: CPU per event x{statistics.median(ratios):.2f} median "
-        f"(pairs: {pairs}); "
-        "targets: x1.20 CPU, +2 ms added at p99"
-    )
+
+    def ratios(way: str) -> list[float]:
+        return [
+            next(r for r in rounds if r["pair"] == p and r["way"] == way)["cpu_us"]
+            / next(r for r in rounds if r["pair"] == p and r["way"] == "forward")["cpu_us"]
+            for p in range(args.repeat)
+        ]
+
+    for way in ways[1:]:
+        each = ratios(way)
+        pairs = ", ".join(f"x{x:.2f}" for x in each)
+        print(
+            f"  {way} over forwarding: CPU per event x{statistics.median(each):.2f} median "
+            f"(sets: {pairs})"
+        )
+    print("  targets (issue 25): judging x1.20 CPU over forwarding, +2 ms added at p99")
 
 
 if __name__ == "__main__":

@@ -480,3 +480,93 @@ def test_the_reads_are_judged_in_batches_that_leave_the_loop_to_the_forwarding()
     assert batched.summary.findings == alone.summary.findings
     assert {"AGUI-V012", "AGUI-V002"} <= set(batched.summary.findings), printed.getvalue()
     assert sorted(printed.getvalue().splitlines()) == sorted(printed_alone.getvalue().splitlines())
+
+
+def test_the_forwarding_client_reads_on_the_loops_own_transports() -> None:
+    """The proxy's upstream connections are the event loop's own transports (no anyio
+    cancel scope and reading resumed then paused per read): a body far larger than a
+    connection holds unread, read slowly (so reading is paused and resumed), arrives
+    whole and in order; the kept-alive connection serves the next request; an answer cut
+    mid-body is a TransportError and the request after it gets a fresh connection."""
+    import asyncio
+
+    from aguikit.errors import TransportError
+    from aguikit.transport.http import aforward, aforward_client, aread
+
+    pieces = [bytes([65 + n % 26]) * 65536 for n in range(64)]  # 4 MiB
+
+    async def fetch(client: httpx.AsyncClient, url: str, slow: bool = False) -> tuple[bytes, Any]:
+        got = bytearray()
+        async with aforward(client, "POST", url, [], b"{}") as response:
+            stream = response.extensions["network_stream"]
+            async for chunk in aread(response):
+                got += chunk
+                if slow and len(got) < 1 << 20:
+                    await asyncio.sleep(0.02)  # the agent writes on: it piles up unread
+        return bytes(got), stream
+
+    async def main(agent: Any) -> None:
+        whole = agent.add("/whole", Route(pieces, content_type="application/octet-stream"))
+        cut = agent.add("/cut", Route([b"data: {}\n\n"], drop=True))
+        small = agent.add("/small", Route([b"ok"], content_type="text/plain"))
+        client = aforward_client(httpx.Timeout(10.0), httpx.Limits())
+        async with client:
+            body, first = await fetch(client, whole, slow=True)
+            assert b"".join(pieces) == body
+            assert "aguikit.transport.http" == type(first).__module__
+            assert (b"ok", first) == await fetch(client, small)  # kept alive, reused
+            with pytest.raises(TransportError):
+                await fetch(client, cut)
+            assert b"ok" == (await fetch(client, small))[0]
+
+    with serve() as agent:
+        asyncio.run(main(agent))
+
+
+def test_the_forwarding_client_speaks_tls_to_an_https_agent(tmp_path: Path) -> None:
+    """An ``https`` agent: the loop's own transport is upgraded to TLS (the certificate
+    checked against the authority given), and the answer streams through it chunk by
+    chunk."""
+    import asyncio
+    import shutil
+    import ssl
+
+    from aguikit.transport.http import aforward, aforward_client, aread
+
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl command to make a certificate with")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            *(openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    pieces = _sse(HELLO)
+
+    async def agent(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for piece in pieces:
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+            await asyncio.sleep(0.01)
+        await send({"type": "http.response.body", "body": b""})
+
+    async def main(url: str) -> None:
+        trust = ssl.create_default_context(cafile=str(cert))
+        client = aforward_client(httpx.Timeout(10.0), httpx.Limits(), verify=trust)
+        async with client, aforward(client, "POST", url, [], b"{}") as response:
+            stream = response.extensions["network_stream"]
+            got = [chunk async for chunk in aread(response)]
+        assert b"".join(pieces) == b"".join(got) and len(got) > 1
+        assert "aguikit.transport.http" == type(stream).__module__
+        assert stream.get_extra_info("ssl_object") is not None
+
+    with serve_asgi(agent, ssl_certfile=str(cert), ssl_keyfile=str(key)) as url:
+        asyncio.run(main(url.replace("http://", "https://") + "/"))

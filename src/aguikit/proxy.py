@@ -56,7 +56,7 @@ from .errors import AguiError, DecodeError, TransportError
 from .jsonio import loads
 from .proto import decode_message
 from .session import Session
-from .transport.http import aforward, aread
+from .transport.http import aforward, aforward_client, aread
 from .transport.jsonl import MEDIA_TYPE as JSONL_MEDIA_TYPE
 from .transport.jsonl import JSONLDecoder
 from .transport.proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
@@ -104,17 +104,21 @@ so memory stays bounded on a proxy that runs for days."""
 WRITE_INTERVAL: Final = 0.25
 """Seconds: a streaming entry is rewritten in its recording at most this often."""
 
-JUDGE_DELAY: Final = 0.02
+JUDGE_DELAY: Final = 0.1
 """Seconds the reads forwarded are left before they are judged, all answers' together.
 
 Judging a read the moment it is forwarded costs about three times what judging the same
 events in a batch costs: between two reads of a stream the worker runs the HTTP stacks
 and the machine runs other processes, so each event's judging starts cold.  Judged every
-20 ms, the reads of all the answers that arrived meanwhile go through the decoders and the
-checker one after another (a stream's reads in one feed when nothing records them), and
-no forwarding waits behind a judging between two of its reads.  A finding is printed at
-most this much later than it could have been; an answer's last reads are judged as soon
-as it ends, before the thread rules read what its check folded."""
+100 ms, the reads of all the answers that arrived meanwhile go through the decoders and
+the checker one after another (a stream's reads in one feed when nothing records them),
+and no forwarding waits behind a judging between two of its reads.  At 20 ms a quiet
+proxy (5 streams, 250 events a second) still judged a handful of reads per batch, each
+cold: judging over forwarding was x1.43-x1.45 per event there, x1.13-x1.23 at 100 ms
+(``bench/bench_proxy.py --streams 5``, ``docs/proxy.md``, "Cost").  A finding is printed
+at most this much later than it could have been, still well within what a person watching
+the console notices; an answer's last reads are judged as soon as it ends, before the
+thread rules read what its check folded."""
 
 JUDGE_SLICE: Final = 0.001
 """Seconds a batch of judging may hold the event loop before it lets the forwarding that
@@ -504,9 +508,9 @@ class ProxyApp:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout, connect=10.0),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
+            self._client = aforward_client(
+                httpx.Timeout(self.timeout, connect=10.0),
+                httpx.Limits(max_connections=None, max_keepalive_connections=100),
             )
         return self._client
 
