@@ -204,6 +204,8 @@ class Telemetry:
             description="Number of input and output tokens used",
             explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
         )
+        self._by_outcome: dict[tuple[str, str], Mapping[str, str]] = {}
+        """``agui.run.duration``'s attributes by (outcome, side), built once each."""
         self._pending: OrderedDict[tuple[str, str, str], Span] = OrderedDict()
         """Frontend tool spans by (side, thread id, call id): one process may hold both ends."""
         self._lock = threading.Lock()
@@ -285,6 +287,15 @@ class Telemetry:
             return None
         return ObservedRun(self, span, side, thread_id, run_id)
 
+    def _outcome_attributes(self, outcome: str, side: str) -> Mapping[str, str]:
+        """The attributes of a run's duration point: one mapping per (outcome, side),
+        shared by every run (the SDK copies what it keeps)."""
+        key = (outcome, side)
+        found = self._by_outcome.get(key)
+        if found is None:
+            found = self._by_outcome[key] = {"agui.run.outcome": outcome, "agui.side": side}
+        return found
+
     def clip(self, value: Any) -> str:
         """``value`` as text (JSON unless it is a string), cut to ``max_content_length``."""
         text = (
@@ -325,6 +336,9 @@ _W3C: Final = TraceContextTextMapPropagator()
 configured for its headers."""
 
 _KINDS: Final = {"server": SpanKind.SERVER, "client": SpanKind.CLIENT, "proxy": SpanKind.SERVER}
+
+_SIDE_ATTRIBUTES: Final = {side: {"agui.side": side} for side in _KINDS}
+"""``agui.run.time_to_first_event``'s attributes, one mapping per side."""
 
 
 def _version() -> str:
@@ -485,11 +499,13 @@ class ObservedRun:
     """
 
     __slots__ = (
+        "_context",
         "_counts",
         "_first",
         "_handlers",
         "_open",
         "_owners",
+        "_protocol",
         "_reasoning",
         "_repeats",
         "_same",
@@ -515,6 +531,8 @@ class ObservedRun:
         self.side = side
         self.thread_id = thread_id
         self.recording = span.is_recording()
+        self._context = trace.set_span_in_context(span)
+        self._protocol: str | None = None
         self.ended = False
         self._started = time.perf_counter()
         self._first: float | None = None
@@ -615,14 +633,13 @@ class ObservedRun:
         found = self.span.get_span_context()
         if not found.is_valid:
             return None
-        trace_id = format(found.trace_id, "032x")
-        span_id = format(found.span_id, "016x")
-        flags = format(int(found.trace_flags), "02x")
+        # One formatting of the context's integers; the ids are slices of it.
+        traceparent = f"00-{found.trace_id:032x}-{found.span_id:016x}-{found.trace_flags:02x}"
         return {
             METADATA_KEY: {
-                "traceparent": f"00-{trace_id}-{span_id}-{flags}",
-                "traceId": trace_id,
-                "spanId": span_id,
+                "traceparent": traceparent,
+                "traceId": traceparent[3:35],
+                "spanId": traceparent[36:52],
             }
         }
 
@@ -635,13 +652,13 @@ class ObservedRun:
     def headers(self) -> dict[str, str]:
         """``traceparent`` (and ``tracestate``, baggage) for the run's request."""
         carrier: dict[str, str] = {}
-        propagate.inject(carrier, context=trace.set_span_in_context(self.span))
+        propagate.inject(carrier, context=self._context)
         return carrier
 
     @contextlib.contextmanager
     def activate(self) -> Iterator[None]:
         """Make the run span current, so the handler's own spans (an LLM call) nest in it."""
-        token = otel_context.attach(trace.set_span_in_context(self.span))
+        token = otel_context.attach(self._context)
         try:
             yield
         finally:
@@ -652,16 +669,29 @@ class ObservedRun:
     def _child(self, name: str, owner: str | None, attributes: dict[str, Any]) -> Span:
         """A span under ``owner`` (the run, or a subagent): under its innermost open step."""
         steps = self._open.get(owner)
-        parent = steps[-1] if steps else self._owners.get(owner, self.span)
-        return self.telemetry._tracer.start_span(
-            name, context=trace.set_span_in_context(parent), attributes=attributes
-        )
+        if steps:
+            context = trace.set_span_in_context(steps[-1])
+        elif owner is None:
+            context = self._context  # the common case: a child of the run, context made once
+        else:
+            context = trace.set_span_in_context(self._owners.get(owner, self.span))
+        return self.telemetry._tracer.start_span(name, context=context, attributes=attributes)
 
     def _note(self, name: str, owner: str | None, attributes: dict[str, Any]) -> None:
         attributes["agui.event.index"] = sum(self._tally().values()) - 1
         self._owners.get(owner, self.span).add_event(name, attributes)
 
-    def _finish(self, outcome: str, usage: Sequence[Any] | None = None) -> None:
+    def _finish(
+        self,
+        outcome: str,
+        usage: Sequence[Any] | None = None,
+        attributes: dict[str, Any] | None = None,
+    ) -> None:
+        """
+        End the run: its open children, then its span with ``attributes`` (the terminal
+        event's), the protocol version and the outcome set in one call (one lock and one
+        clean-up in the SDK, not one per attribute), then its metrics.
+        """
         self.ended = True
         now = time.perf_counter()
         span = self.span
@@ -676,18 +706,20 @@ class ObservedRun:
             for owner, sub in self._owners.items():
                 if owner is not None:
                     sub.end()
-            span.set_attribute("agui.run.outcome", outcome)
+            final = {} if attributes is None else attributes
+            if self._protocol is not None:
+                final["agui.protocol.version"] = self._protocol
+            final["agui.run.outcome"] = outcome
+            span.set_attributes(final)
             span.end()
         totals = telemetry._counters()
         if totals is None:
             return
         side = self.side
         totals.run_ended(outcome, side, self._tally())
-        telemetry.duration.record(
-            now - self._started, {"agui.run.outcome": outcome, "agui.side": side}
-        )
+        telemetry.duration.record(now - self._started, telemetry._outcome_attributes(outcome, side))
         if self._first is not None:
-            telemetry.first_event.record(self._first - self._started, {"agui.side": side})
+            telemetry.first_event.record(self._first - self._started, _SIDE_ATTRIBUTES[side])
         if usage:
             self._record_usage(usage)
 
@@ -722,8 +754,7 @@ class ObservedRun:
     # -- one handler per event type that shapes the tree ---------------------------------
 
     def _run_started(self, event: Any) -> None:
-        if event.protocol_version is not None:
-            self.span.set_attribute("agui.protocol.version", event.protocol_version)
+        self._protocol = event.protocol_version  # set with the outcome, in one call
         if self.side == "proxy":
             self._link_upstream(event)
 
@@ -750,10 +781,7 @@ class ObservedRun:
         if event.run_id != self.run_id:  # an earlier run the stream replays first
             return
         outcome = _outcome(event)
-        span = self.span
         attributes = usage_attributes(event.usage)
-        if attributes:
-            span.set_attributes(attributes)
         if outcome == "interrupt":
             for interrupt in event.outcome.interrupts:
                 found: dict[str, Any] = {"agui.interrupt.id": interrupt.id}
@@ -764,17 +792,14 @@ class ObservedRun:
                     found["agui.subagent.run_id"] = interrupt.subagent_run_id
                 self._note("agui.interrupt", None, found)
         if self.telemetry.capture_content and event.result is not None:
-            span.set_attribute("agui.run.result", self.telemetry.clip(event.result))
-        self._finish(outcome, event.usage)
+            attributes["agui.run.result"] = self.telemetry.clip(event.result)
+        self._finish(outcome, event.usage, attributes)
 
     def _run_error(self, event: Any) -> None:
-        span = self.span
         attributes = usage_attributes(event.usage)
-        if attributes:
-            span.set_attributes(attributes)
-        span.set_attribute(ERROR_TYPE, event.code or "RUN_ERROR")
-        span.set_status(Status(StatusCode.ERROR, event.code or "RUN_ERROR"))
-        self._finish("error", event.usage)
+        attributes[ERROR_TYPE] = event.code or "RUN_ERROR"
+        self.span.set_status(Status(StatusCode.ERROR, event.code or "RUN_ERROR"))
+        self._finish("error", event.usage, attributes)
 
     def _step_started(self, event: Any) -> None:
         owner = event.subagent_run_id
