@@ -7,25 +7,29 @@ most +15% with one).
 Four workloads, each emitted as typed events into an SSE-encoding sink: one long
 ``bench_server.realistic_run`` (reasoning, text deltas, a tool call with its result and a
 state delta per turn: two spans every ~80 events) and one long message (the per-event
-path alone, no span but the run's), where only the events are timed; and runs timed
-whole, so each run's own cost (its span's start and end, the trace in ``RUN_STARTED``,
-its metrics) counts too: short runs of one realistic turn each (~84 events, where that
+path alone, no span but the run's); and several runs, so that each run's own cost (its
+span's start and end, the trace in ``RUN_STARTED``, its metrics) weighs as a run's
+length makes it: short runs of one realistic turn each (~84 events, where that
 fixed cost weighs most) and runs of ten turns (~810 events, the length of an agent's
 turn that streams a few hundred tokens of reasoning and text a few tokens per delta).
-For whole runs the figure is also given per run (µs over no telemetry), the fixed part
-that a run's length spreads over its events.  The SDK runs with
-each of its span processors: ``SimpleSpanProcessor`` exports each span as it ends, in
-the writer's thread; ``BatchSpanProcessor`` (what a deployment uses) queues it for a
-thread of its own, whose CPU the process time counts too.
+Every run is timed whole, from the writer's start to its finish, so span work a
+telemetry leaves to a run's end is counted; where there are several runs the figure is
+also given per run (µs over no telemetry), the fixed part that a run's length spreads
+over its events.  The SDK runs with each of its span processors:
+``SimpleSpanProcessor`` exports each span as it ends, in the writer's thread;
+``BatchSpanProcessor`` (what a deployment uses) queues it for a thread of its own, whose
+CPU the process time counts too.
 
 One more variant is the floor under them: the same tracer provider asked for only the
 spans and span events the realistic run must have (its run with its outcome, each
 reasoning block and tool call as a child of it with the same attributes, the state
 snapshot's event), started and ended directly on the SDK by an observer that does
 nothing else.  The difference between it and the ``Telemetry`` with the same SDK is
-what aguikit adds to what the issue's spans cost by themselves (metrics included).  Before
-measuring, one run through each must export the same spans (names, parents, span
-events), or the script stops.
+what aguikit adds to what the issue's spans cost by themselves (metrics included), when
+each is started and ended on the SDK as its events come; ``Telemetry`` hands a run's
+reasoning and tool spans to the SDK together (``aguikit.otel``), so it can cost less
+than this floor.  Before measuring, one run through each must export the same spans
+(names, parents, span events), or the script stops.
 
 Two measures, because a loaded two-core machine makes one alone untrustworthy:
 
@@ -69,7 +73,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from bench_server import emit_all, realistic_run
+from bench_server import realistic_run
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -112,10 +116,9 @@ def text_run(target: int) -> list[dict[str, Any]]:
 
 class Workload:
     """
-    What one measured repetition does: ``runs`` runs of the ``typed`` events each.  One
-    run: only its events are timed (the writer's start and finish left out), the
-    per-event path; several: each whole run is (its span's start and end, its metrics),
-    what a chat turn costs.
+    What one measured repetition does: ``runs`` runs of the ``typed`` events each, each
+    timed whole (its span's start and end, its metrics, and whatever span work the
+    telemetry leaves to the run's end), from the writer's start to its finish.
     """
 
     def __init__(self, label: str, typed: list[Any], runs: int = 1) -> None:
@@ -125,13 +128,10 @@ class Workload:
 
     @property
     def events(self) -> int:
-        """Events sent per repetition (with the writer's RUN_STARTED and RUN_FINISHED
-        when whole runs are timed)."""
-        return len(self.typed) if self.runs == 1 else self.runs * (len(self.typed) + 2)
+        """Events sent per repetition, the writer's RUN_STARTED and RUN_FINISHED included."""
+        return self.runs * (len(self.typed) + 2)
 
     def run(self, telemetry: Any, clock: Callable[[], float]) -> float:
-        if self.runs == 1:
-            return asyncio.run(emit_all(self.typed, telemetry=telemetry, clock=clock))
         return asyncio.run(emit_runs(self.typed, self.runs, telemetry=telemetry, clock=clock))
 
 
@@ -381,7 +381,7 @@ def timed(setup: Setup, load: Workload, repeats: int) -> None:
 
 class Triggers:
     """
-    The clock ``emit_all`` reads before and after the measured loop, made into callgrind's
+    The clock ``emit_runs`` reads before and after the measured runs, made into callgrind's
     markers: ``getppid`` zeroes its counters (``--zero-before``), ``getuid`` writes them
     out (``--dump-before``), so each dump holds exactly one measured loop.
     """

@@ -482,11 +482,39 @@ def _answered(run_input: Any) -> dict[str, Any]:
     }
 
 
-class _Tool:
-    __slots__ = ("args", "owner", "span")
+_DEFERRED_SPANS: Final = 32
+"""Ended leaf spans (reasoning blocks, tool calls) a run holds before handing them to the
+SDK together; the rest go at the run's end."""
 
-    def __init__(self, span: Span, owner: str | None) -> None:
-        self.span = span
+
+class _Leaf:
+    """
+    A reasoning block's or a tool call's span, which has no child: what it will be (name,
+    parent context, attributes) and when it started and ended, given to the SDK once it
+    ended, with those times, among others (see :meth:`ObservedRun._flush`).
+    """
+
+    __slots__ = ("attributes", "context", "end", "name", "start")
+
+    def __init__(self, name: str, context: Any, attributes: dict[str, Any]) -> None:
+        self.name = name
+        self.context = context
+        self.attributes = attributes
+        self.start = time.time_ns()
+        self.end = 0
+
+    def span(self, tracer: trace.Tracer) -> Span:
+        """The SDK's span for it, started at its start time (and not ended)."""
+        return tracer.start_span(
+            self.name, context=self.context, attributes=self.attributes, start_time=self.start
+        )
+
+
+class _Tool:
+    __slots__ = ("args", "leaf", "owner")
+
+    def __init__(self, leaf: _Leaf, owner: str | None) -> None:
+        self.leaf = leaf
         self.owner = owner
         self.args: list[str] = []
 
@@ -501,6 +529,7 @@ class ObservedRun:
     __slots__ = (
         "_context",
         "_counts",
+        "_done",
         "_first",
         "_handlers",
         "_open",
@@ -548,7 +577,9 @@ class ObservedRun:
         self._steps: dict[tuple[str | None, str], Span] = {}
         self._open: dict[str | None, list[Span]] = {}
         self._tools: dict[str, _Tool] = {}
-        self._reasoning: dict[str, Span] = {}
+        self._reasoning: dict[str, _Leaf] = {}
+        self._done: list[_Leaf] = []
+        """Leaf spans that ended and are not yet the SDK's."""
         self._texts: dict[str, list[str]] = {}
 
     # -- the seam's calls ------------------------------------------------------------------
@@ -677,6 +708,41 @@ class ObservedRun:
             context = trace.set_span_in_context(self._owners.get(owner, self.span))
         return self.telemetry._tracer.start_span(name, context=context, attributes=attributes)
 
+    def _leaf(self, name: str, owner: str | None, attributes: dict[str, Any]) -> _Leaf:
+        """A leaf span under ``owner``, where :meth:`_child` would start it, started now."""
+        steps = self._open.get(owner)
+        if steps:
+            context = trace.set_span_in_context(steps[-1])
+        elif owner is None:
+            context = self._context
+        else:
+            context = trace.set_span_in_context(self._owners.get(owner, self.span))
+        return _Leaf(name, context, attributes)
+
+    def _ended(self, leaf: _Leaf) -> None:
+        """``leaf`` ended now: the SDK gets it with the next :data:`_DEFERRED_SPANS`."""
+        leaf.end = time.time_ns()
+        done = self._done
+        done.append(leaf)
+        if len(done) >= _DEFERRED_SPANS:
+            self._flush()
+
+    def _flush(self) -> None:
+        """
+        Give the SDK the leaf spans that ended, each started and ended at its own times,
+        one after the other.  The same spans as when each is started at its start event
+        and ended at its end, at about half the process time once a run has a few: the
+        SDK's span code, run back to back, stays in the processor's caches, where run
+        between two events of the writer it does not (``bench/bench_otel.py``).  Span
+        processors see them when the run ends, or when ``_DEFERRED_SPANS`` are waiting.
+        """
+        tracer = self.telemetry._tracer
+        done, self._done = self._done, []
+        for leaf in done:
+            tracer.start_span(
+                leaf.name, context=leaf.context, attributes=leaf.attributes, start_time=leaf.start
+            ).end(leaf.end)
+
     def _note(self, name: str, owner: str | None, attributes: dict[str, Any]) -> None:
         attributes["agui.event.index"] = sum(self._tally().values()) - 1
         self._owners.get(owner, self.span).add_event(name, attributes)
@@ -697,12 +763,14 @@ class ObservedRun:
         span = self.span
         telemetry = self.telemetry
         if self.recording:
+            for reasoning in self._reasoning.values():
+                self._ended(reasoning)
+            self._flush()
+            for tool_call_id, tool in self._tools.items():
+                parked = tool.leaf.span(telemetry._tracer)
+                telemetry._park((self.side, self.thread_id, tool_call_id), parked)
             for step in self._steps.values():
                 step.end()
-            for reasoning in self._reasoning.values():
-                reasoning.end()
-            for tool_call_id, tool in self._tools.items():
-                telemetry._park((self.side, self.thread_id, tool_call_id), tool.span)
             for owner, sub in self._owners.items():
                 if owner is not None:
                     sub.end()
@@ -816,7 +884,7 @@ class ObservedRun:
 
     def _tool_call_start(self, event: Any) -> None:
         owner = event.subagent_run_id
-        span = self._child(
+        leaf = self._leaf(
             f"{EXECUTE_TOOL} {event.tool_call_name}",
             owner,
             {
@@ -825,7 +893,7 @@ class ObservedRun:
                 GEN_AI_TOOL_CALL_ID: event.tool_call_id,
             },
         )
-        self._tools[event.tool_call_id] = _Tool(span, owner)
+        self._tools[event.tool_call_id] = _Tool(leaf, owner)
 
     def _tool_call_args(self, event: Any) -> None:
         if self.telemetry.capture_content:
@@ -836,36 +904,38 @@ class ObservedRun:
     def _tool_call_end(self, event: Any) -> None:
         tool = self._tools.get(event.tool_call_id)
         if tool is not None and self.telemetry.capture_content:
-            tool.span.set_attribute(
-                GEN_AI_TOOL_CALL_ARGUMENTS, self.telemetry.clip("".join(tool.args))
+            tool.leaf.attributes[GEN_AI_TOOL_CALL_ARGUMENTS] = self.telemetry.clip(
+                "".join(tool.args)
             )
 
     def _tool_call_result(self, event: Any) -> None:
         tool = self._tools.pop(event.tool_call_id, None)
         telemetry = self.telemetry
         if tool is not None:
-            span = tool.span
-        else:  # a call an earlier run asked for, answered by this run's own event
-            with telemetry._lock:
-                key = (self.side, self.thread_id, event.tool_call_id)
-                parked = telemetry._pending.pop(key, None)
-            if parked is None:
-                return
-            span = parked
-            span.add_link(self.span.get_span_context())
+            if telemetry.capture_content:
+                tool.leaf.attributes[GEN_AI_TOOL_CALL_RESULT] = telemetry.clip(event.content)
+            self._ended(tool.leaf)
+            return
+        # a call an earlier run asked for, answered by this run's own event
+        with telemetry._lock:
+            key = (self.side, self.thread_id, event.tool_call_id)
+            span = telemetry._pending.pop(key, None)
+        if span is None:
+            return
+        span.add_link(self.span.get_span_context())
         if telemetry.capture_content:
             span.set_attribute(GEN_AI_TOOL_CALL_RESULT, telemetry.clip(event.content))
         span.end()
 
     def _reasoning_start(self, event: Any) -> None:
-        self._reasoning[event.message_id] = self._child(
+        self._reasoning[event.message_id] = self._leaf(
             "reasoning", event.subagent_run_id, {"agui.message.id": event.message_id}
         )
 
     def _reasoning_end(self, event: Any) -> None:
-        span = self._reasoning.pop(event.message_id, None)
-        if span is not None:
-            span.end()
+        leaf = self._reasoning.pop(event.message_id, None)
+        if leaf is not None:
+            self._ended(leaf)
 
     def _subagent_started(self, event: Any) -> None:
         attributes: dict[str, Any] = {
