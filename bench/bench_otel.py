@@ -4,22 +4,32 @@ What tracing costs the producer: ``RunWriter``'s per-event cost without telemetr
 memory, side by side in one process (issue 27's budget: at most +2% without an SDK, at
 most +15% with one).
 
-Three workloads, each emitted as typed events into an SSE-encoding sink: one long
+Four workloads, each emitted as typed events into an SSE-encoding sink: one long
 ``bench_server.realistic_run`` (reasoning, text deltas, a tool call with its result and a
 state delta per turn: two spans every ~80 events) and one long message (the per-event
-path alone, no span but the run's), where only the events are timed; and short runs of
-one realistic turn each (~84 events), timed whole, so each run's own cost (its span's
-start and end, the trace in ``RUN_STARTED``, its metrics) counts too.  The SDK runs with
-each of its span processors: ``SimpleSpanProcessor`` exports each span as it ends, in
-the writer's thread; ``BatchSpanProcessor`` (what a deployment uses) queues it for a
-thread of its own, whose CPU the process time counts too.
+path alone, no span but the run's); and several runs, so that each run's own cost (its
+span's start and end, the trace in ``RUN_STARTED``, its metrics) weighs as a run's
+length makes it: short runs of one realistic turn each (~84 events, where that
+fixed cost weighs most) and runs of ten turns (~810 events, the length of an agent's
+turn that streams a few hundred tokens of reasoning and text a few tokens per delta).
+Every run is timed whole, from the writer's start to its finish, so span work a
+telemetry leaves to a run's end is counted; where there are several runs the figure is
+also given per run (µs over no telemetry), the fixed part that a run's length spreads
+over its events.  The SDK runs with each of its span processors:
+``SimpleSpanProcessor`` exports each span as it ends, in the writer's thread;
+``BatchSpanProcessor`` (what a deployment uses) queues it for a thread of its own, whose
+CPU the process time counts too.
 
 One more variant is the floor under them: the same tracer provider asked for only the
 spans and span events the realistic run must have (its run with its outcome, each
 reasoning block and tool call as a child of it with the same attributes, the state
 snapshot's event), started and ended directly on the SDK by an observer that does
 nothing else.  The difference between it and the ``Telemetry`` with the same SDK is
-what aguikit adds to what the issue's spans cost by themselves (metrics included).
+what aguikit adds to what the issue's spans cost by themselves (metrics included), when
+each is started and ended on the SDK as its events come; ``Telemetry`` hands a run's
+reasoning and tool spans to the SDK together (``aguikit.otel``), so it can cost less
+than this floor.  Before measuring, one run through each must export the same spans
+(names, parents, span events), or the script stops.
 
 Two measures, because a loaded two-core machine makes one alone untrustworthy:
 
@@ -63,7 +73,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from bench_server import emit_all, realistic_run
+from bench_server import realistic_run
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -86,8 +96,10 @@ CPU = time.process_time
 decide the figure."""
 
 BASE = "no telemetry"
+FLOOR = "floor: bare SDK spans, simple"
+SIMPLE = "SDK to memory, simple"
 CONTROL = "no telemetry again (A/A)"
-COUNTED = (BASE, "Telemetry(), no SDK", "floor: bare SDK spans, simple", "SDK to memory, simple")
+COUNTED = (BASE, "Telemetry(), no SDK", FLOOR, SIMPLE)
 """The variants whose instructions are counted: the batch processor's export runs in a
 thread of its own at moments of its choosing, so its count would not repeat."""
 
@@ -104,10 +116,9 @@ def text_run(target: int) -> list[dict[str, Any]]:
 
 class Workload:
     """
-    What one measured repetition does: ``runs`` runs of the ``typed`` events each.  One
-    run: only its events are timed (the writer's start and finish left out), the
-    per-event path; several: each whole run is (its span's start and end, its metrics),
-    what a chat turn costs.
+    What one measured repetition does: ``runs`` runs of the ``typed`` events each, each
+    timed whole (its span's start and end, its metrics, and whatever span work the
+    telemetry leaves to the run's end), from the writer's start to its finish.
     """
 
     def __init__(self, label: str, typed: list[Any], runs: int = 1) -> None:
@@ -117,13 +128,10 @@ class Workload:
 
     @property
     def events(self) -> int:
-        """Events sent per repetition (with the writer's RUN_STARTED and RUN_FINISHED
-        when whole runs are timed)."""
-        return len(self.typed) if self.runs == 1 else self.runs * (len(self.typed) + 2)
+        """Events sent per repetition, the writer's RUN_STARTED and RUN_FINISHED included."""
+        return self.runs * (len(self.typed) + 2)
 
     def run(self, telemetry: Any, clock: Callable[[], float]) -> float:
-        if self.runs == 1:
-            return asyncio.run(emit_all(self.typed, telemetry=telemetry, clock=clock))
         return asyncio.run(emit_runs(self.typed, self.runs, telemetry=telemetry, clock=clock))
 
 
@@ -149,10 +157,24 @@ async def emit_runs(
     return elapsed
 
 
+LONG_TURNS = 10
+"""Turns of the longer whole runs: a run's fixed cost spread over ~820 events, as an
+agent's turn of a few hundred tokens of reasoning and text, streamed a few per delta,
+has."""
+
+
+def turns(count: int) -> list[Any]:
+    """The typed in-run events of ``count`` realistic turns (the first with the snapshot)."""
+    one = len(realistic_run(2)) - 1  # a turn's events, the opening snapshot left out
+    return [parse_event(d) for d in realistic_run(1 + (count - 1) * one + 1)]
+
+
 def workloads(events: int) -> list[Workload]:
-    """The runs measured: one long run of the realistic mix, one long message, and short
-    runs of one realistic turn each (about 80 events) adding up to as many events."""
-    turn = [parse_event(d) for d in realistic_run(2)]
+    """The runs measured: one long run of the realistic mix, one long message, short runs
+    of one realistic turn each (about 80 events) and longer runs of ``LONG_TURNS`` turns,
+    adding up to as many events."""
+    turn = turns(1)
+    long = turns(LONG_TURNS)
     return [
         Workload(
             "one long realistic run (a reasoning span and a tool span every ~80 events)",
@@ -166,6 +188,11 @@ def workloads(events: int) -> list[Workload]:
             f"short runs of {len(turn) + 2} events, one realistic turn each (whole runs)",
             turn,
             runs=max(1, events // (len(turn) + 2)),
+        ),
+        Workload(
+            f"runs of {len(long) + 2} events, {LONG_TURNS} realistic turns each (whole runs)",
+            long,
+            runs=max(1, events // (len(long) + 2)),
         ),
     ]
 
@@ -197,6 +224,7 @@ class _BareRun:
         )
         self.context = trace.set_span_in_context(self.span)
         self.open: dict[tuple[str, str], Any] = {}
+        self.ended = False
 
     def event(self, event: Any) -> None:
         kind = event.type
@@ -220,10 +248,16 @@ class _BareRun:
             self.open.pop(("t", event.tool_call_id)).end()
         elif kind == "STATE_SNAPSHOT":
             self.span.add_event("agui.state_snapshot", {"agui.event.index": 0})
+        elif kind == "RUN_FINISHED":
+            self.end()
 
     def end(self) -> None:
-        self.span.set_attribute("agui.run.outcome", "success")
-        self.span.end()
+        # At RUN_FINISHED, as the Telemetry's run does: the writer calls end() only when
+        # it is left as a context manager, which the bench's runs are not.
+        if not self.ended:
+            self.ended = True
+            self.span.set_attribute("agui.run.outcome", "success")
+            self.span.end()
 
     def warning(self, code: str, index: int | None) -> None: ...
 
@@ -256,10 +290,8 @@ class Setup:
             BASE: None,
             CONTROL: None,
             "Telemetry(), no SDK": Telemetry(),
-            "floor: bare SDK spans, simple": BareSpans(self.simple),
-            "SDK to memory, simple": Telemetry(
-                tracer_provider=self.simple, meter_provider=meter_provider
-            ),
+            FLOOR: BareSpans(self.simple),
+            SIMPLE: Telemetry(tracer_provider=self.simple, meter_provider=meter_provider),
             "SDK to memory, batch": Telemetry(
                 tracer_provider=self.batched, meter_provider=meter_provider
             ),
@@ -275,6 +307,32 @@ class Setup:
     def close(self) -> None:
         self.batched.shutdown()
         self.simple.shutdown()
+
+
+def same_spans(setup: Setup, load: Workload) -> None:
+    """
+    Refuse to measure a floor that asks the SDK for fewer spans than ``Telemetry`` does:
+    one run of ``load``'s events through each must export the same spans (names,
+    parents, span events), each ended.
+    """
+    found = []
+    for name in (FLOOR, SIMPLE):
+        setup.settle()
+        Workload(load.label, load.typed).run(setup.variants[name], time.perf_counter)
+        spans = setup.exporter.get_finished_spans()
+        names = {span.context.span_id: span.name for span in spans}
+        found.append(
+            sorted(
+                (
+                    span.name,
+                    names.get(span.parent.span_id) if span.parent is not None else None,
+                    tuple(event.name for event in span.events),
+                )
+                for span in spans
+            )
+        )
+    if found[0] != found[1]:
+        raise SystemExit(f"the floor's spans are not Telemetry's: {found[0]} != {found[1]}")
 
 
 def run_once(setup: Setup, load: Workload, name: str, clock: Callable[[], float]) -> float:
@@ -297,20 +355,33 @@ def timed(setup: Setup, load: Workload, repeats: int) -> None:
             seconds[name].append(run_once(setup, load, name, CPU))
     n = load.events
     print(f"RunWriter, {load.label}: {n} events -> SSE, process time, {repeats} repeats")
-    print(f"  {'variant':<32} {'µs/event':>9} {'overhead':>9}  {'quartiles':<17} {'min..max':<17}")
+    whole = load.runs > 1
+    extra = f" {'µs/run more':>11}" if whole else ""
+    print(
+        f"  {'variant':<32} {'µs/event':>9} {'overhead':>9}  {'quartiles':<17}"
+        f" {'min..max':<17}{extra}"
+    )
     for name in names:
-        ratios = [100 * (v / b - 1) for v, b in zip(seconds[name], seconds[BASE], strict=True)]
+        pairs = list(zip(seconds[name], seconds[BASE], strict=True))
+        ratios = [100 * (v / b - 1) for v, b in pairs]
         q1, median, q3 = quartiles(ratios)
         per = statistics.median(seconds[name]) / n * 1e6
+        # Whole runs: what each run costs over no telemetry (paired, median), the fixed
+        # part (its span, its trace, its metrics) that the run's length spreads.
+        more = (
+            f" {statistics.median((v - b) / load.runs * 1e6 for v, b in pairs):+11.1f}"
+            if whole
+            else ""
+        )
         print(
             f"  {name:<32} {per:9.2f} {median:+8.1f}%  {q1:+6.1f}%..{q3:+6.1f}%"
-            f"  {min(ratios):+6.1f}%..{max(ratios):+6.1f}%"
+            f"  {min(ratios):+6.1f}%..{max(ratios):+6.1f}%{more}"
         )
 
 
 class Triggers:
     """
-    The clock ``emit_all`` reads before and after the measured loop, made into callgrind's
+    The clock ``emit_runs`` reads before and after the measured runs, made into callgrind's
     markers: ``getppid`` zeroes its counters (``--zero-before``), ``getuid`` writes them
     out (``--dump-before``), so each dump holds exactly one measured loop.
     """
@@ -402,6 +473,7 @@ def main() -> None:
         return
 
     setup = Setup()
+    same_spans(setup, workloads(2000)[2])
     for load in workloads(2000):  # warm up every variant
         for name in setup.variants:
             run_once(setup, load, name, CPU)

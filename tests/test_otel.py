@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -27,7 +28,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from tests.servers import Route, serve, serve_asgi
 
-from aguikit import _observe
+from aguikit import PROTOCOL_VERSION, _observe
 from aguikit.errors import SchemaValidationError
 from aguikit.models import TokenUsage
 from aguikit.otel import AguikitInstrumentor, Telemetry, usage_attributes
@@ -800,6 +801,107 @@ def test_a_run_error_carries_its_code_status_and_usage(sdk: Sdk) -> None:
     assert span.attributes["gen_ai.usage.input_tokens"] == 7
     assert span.attributes["gen_ai.usage.output_tokens"] == 0
     assert "gen_ai.usage.cache_read.input_tokens" not in span.attributes
+
+
+def test_the_run_span_ends_with_its_declared_version_and_metadata_naming_it(sdk: Sdk) -> None:
+    """The protocol version ``RUN_STARTED`` declares, the terminal event's attributes and
+    the outcome reach the exported run span (they are set together when it ends), and
+    the trace in ``RUN_STARTED.metadata`` names that span exactly."""
+
+    async def produce() -> list[Mapping[str, Any]]:
+        async with RunWriter(
+            run_input("run-v", protocolVersion=PROTOCOL_VERSION), telemetry=sdk.telemetry()
+        ) as run:
+            await run.say("hello", message_id="m-v")
+            await run.emit(
+                {
+                    "type": "RUN_FINISHED",
+                    "threadId": THREAD,
+                    "runId": "run-v",
+                    "usage": [{"inputTokens": 3, "outputTokens": 2}],
+                }
+            )
+        return run.events
+
+    sent = asyncio.run(produce())
+
+    (span,) = sdk.exporter.get_finished_spans()
+    assert sent[0]["protocolVersion"] == PROTOCOL_VERSION
+    assert {
+        key: span.attributes[key]
+        for key in (
+            "agui.protocol.version",
+            "agui.run.outcome",
+            "gen_ai.usage.input_tokens",
+            "gen_ai.usage.output_tokens",
+        )
+    } == {
+        "agui.protocol.version": PROTOCOL_VERSION,
+        "agui.run.outcome": "success",
+        "gen_ai.usage.input_tokens": 3,
+        "gen_ai.usage.output_tokens": 2,
+    }
+    trace_id, span_id = f"{span.context.trace_id:032x}", f"{span.context.span_id:016x}"
+    assert sent[0]["metadata"] == {
+        "aguikit.otel": {
+            "traceparent": f"00-{trace_id}-{span_id}-{int(span.context.trace_flags):02x}",
+            "traceId": trace_id,
+            "spanId": span_id,
+        }
+    }
+
+
+def test_leaf_spans_reach_the_sdk_together_with_the_times_of_their_events(sdk: Sdk) -> None:
+    """Reasoning and tool call spans are handed to the SDK when the run ends, or when
+    ``_DEFERRED_SPANS`` ended, each with the times of its own start and end events."""
+    from aguikit.otel import _DEFERRED_SPANS
+    from aguikit.wire import parse_event
+
+    observer = sdk.telemetry().observe(run_input("run-l"), side="server")
+    assert observer is not None
+
+    def send(kind: str, **members: Any) -> None:
+        observer.event(parse_event({"type": kind, **members}))
+
+    send("RUN_STARTED", threadId=THREAD, runId="run-l")
+    before = time.time_ns()
+    send("REASONING_START", messageId="think-l")
+    send("REASONING_END", messageId="think-l")
+    after = time.time_ns()
+    time.sleep(0.002)
+    for number in range(_DEFERRED_SPANS):
+        send("TOOL_CALL_START", toolCallId=f"call-{number}", toolCallName="look")
+        send("TOOL_CALL_END", toolCallId=f"call-{number}")
+        if number < _DEFERRED_SPANS - 2:
+            send(
+                "TOOL_CALL_RESULT",
+                messageId=f"r-{number}",
+                toolCallId=f"call-{number}",
+                content="x",
+            )
+            assert not sdk.exporter.get_finished_spans()  # none yet: they wait, together
+    assert not sdk.exporter.get_finished_spans()  # the reasoning and 30 calls ended: 31
+    send(
+        "TOOL_CALL_RESULT",
+        messageId="r-last",
+        toolCallId=f"call-{_DEFERRED_SPANS - 2}",
+        content="x",
+    )
+    assert len(sdk.exporter.get_finished_spans()) == _DEFERRED_SPANS  # the 32nd: all go
+    flushed = time.time_ns()
+    send("RUN_FINISHED", threadId=THREAD, runId="run-l")
+
+    spans = {span.name: span for span in sdk.exporter.get_finished_spans()}
+    thinking, run = spans["reasoning"], spans["invoke_agent"]
+    assert thinking.start_time is not None and thinking.end_time is not None
+    assert before <= thinking.start_time <= thinking.end_time <= after  # its events' times
+    assert thinking.parent is not None and thinking.parent.span_id == run.context.span_id
+    tools = [span for span in sdk.exporter.get_finished_spans() if span.name == "execute_tool look"]
+    assert len(tools) == _DEFERRED_SPANS - 1  # the last call, unanswered, waits for its result
+    assert all(span.end_time is not None and span.end_time < flushed for span in tools)
+    assert [span.attributes["gen_ai.tool.call.id"] for span in tools] == [
+        f"call-{number}" for number in range(_DEFERRED_SPANS - 1)
+    ]
 
 
 def test_without_an_sdk_nothing_is_observed() -> None:

@@ -204,6 +204,8 @@ class Telemetry:
             description="Number of input and output tokens used",
             explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
         )
+        self._by_outcome: dict[tuple[str, str], Mapping[str, str]] = {}
+        """``agui.run.duration``'s attributes by (outcome, side), built once each."""
         self._pending: OrderedDict[tuple[str, str, str], Span] = OrderedDict()
         """Frontend tool spans by (side, thread id, call id): one process may hold both ends."""
         self._lock = threading.Lock()
@@ -285,6 +287,15 @@ class Telemetry:
             return None
         return ObservedRun(self, span, side, thread_id, run_id)
 
+    def _outcome_attributes(self, outcome: str, side: str) -> Mapping[str, str]:
+        """The attributes of a run's duration point: one mapping per (outcome, side),
+        shared by every run (the SDK copies what it keeps)."""
+        key = (outcome, side)
+        found = self._by_outcome.get(key)
+        if found is None:
+            found = self._by_outcome[key] = {"agui.run.outcome": outcome, "agui.side": side}
+        return found
+
     def clip(self, value: Any) -> str:
         """``value`` as text (JSON unless it is a string), cut to ``max_content_length``."""
         text = (
@@ -325,6 +336,9 @@ _W3C: Final = TraceContextTextMapPropagator()
 configured for its headers."""
 
 _KINDS: Final = {"server": SpanKind.SERVER, "client": SpanKind.CLIENT, "proxy": SpanKind.SERVER}
+
+_SIDE_ATTRIBUTES: Final = {side: {"agui.side": side} for side in _KINDS}
+"""``agui.run.time_to_first_event``'s attributes, one mapping per side."""
 
 
 def _version() -> str:
@@ -468,11 +482,39 @@ def _answered(run_input: Any) -> dict[str, Any]:
     }
 
 
-class _Tool:
-    __slots__ = ("args", "owner", "span")
+_DEFERRED_SPANS: Final = 32
+"""Ended leaf spans (reasoning blocks, tool calls) a run holds before handing them to the
+SDK together; the rest go at the run's end."""
 
-    def __init__(self, span: Span, owner: str | None) -> None:
-        self.span = span
+
+class _Leaf:
+    """
+    A reasoning block's or a tool call's span, which has no child: what it will be (name,
+    parent context, attributes) and when it started and ended, given to the SDK once it
+    ended, with those times, among others (see :meth:`ObservedRun._flush`).
+    """
+
+    __slots__ = ("attributes", "context", "end", "name", "start")
+
+    def __init__(self, name: str, context: Any, attributes: dict[str, Any]) -> None:
+        self.name = name
+        self.context = context
+        self.attributes = attributes
+        self.start = time.time_ns()
+        self.end = 0
+
+    def span(self, tracer: trace.Tracer) -> Span:
+        """The SDK's span for it, started at its start time (and not ended)."""
+        return tracer.start_span(
+            self.name, context=self.context, attributes=self.attributes, start_time=self.start
+        )
+
+
+class _Tool:
+    __slots__ = ("args", "leaf", "owner")
+
+    def __init__(self, leaf: _Leaf, owner: str | None) -> None:
+        self.leaf = leaf
         self.owner = owner
         self.args: list[str] = []
 
@@ -485,11 +527,14 @@ class ObservedRun:
     """
 
     __slots__ = (
+        "_context",
         "_counts",
+        "_done",
         "_first",
         "_handlers",
         "_open",
         "_owners",
+        "_protocol",
         "_reasoning",
         "_repeats",
         "_same",
@@ -515,6 +560,8 @@ class ObservedRun:
         self.side = side
         self.thread_id = thread_id
         self.recording = span.is_recording()
+        self._context = trace.set_span_in_context(span)
+        self._protocol: str | None = None
         self.ended = False
         self._started = time.perf_counter()
         self._first: float | None = None
@@ -530,7 +577,9 @@ class ObservedRun:
         self._steps: dict[tuple[str | None, str], Span] = {}
         self._open: dict[str | None, list[Span]] = {}
         self._tools: dict[str, _Tool] = {}
-        self._reasoning: dict[str, Span] = {}
+        self._reasoning: dict[str, _Leaf] = {}
+        self._done: list[_Leaf] = []
+        """Leaf spans that ended and are not yet the SDK's."""
         self._texts: dict[str, list[str]] = {}
 
     # -- the seam's calls ------------------------------------------------------------------
@@ -615,14 +664,13 @@ class ObservedRun:
         found = self.span.get_span_context()
         if not found.is_valid:
             return None
-        trace_id = format(found.trace_id, "032x")
-        span_id = format(found.span_id, "016x")
-        flags = format(int(found.trace_flags), "02x")
+        # One formatting of the context's integers; the ids are slices of it.
+        traceparent = f"00-{found.trace_id:032x}-{found.span_id:016x}-{found.trace_flags:02x}"
         return {
             METADATA_KEY: {
-                "traceparent": f"00-{trace_id}-{span_id}-{flags}",
-                "traceId": trace_id,
-                "spanId": span_id,
+                "traceparent": traceparent,
+                "traceId": traceparent[3:35],
+                "spanId": traceparent[36:52],
             }
         }
 
@@ -635,13 +683,13 @@ class ObservedRun:
     def headers(self) -> dict[str, str]:
         """``traceparent`` (and ``tracestate``, baggage) for the run's request."""
         carrier: dict[str, str] = {}
-        propagate.inject(carrier, context=trace.set_span_in_context(self.span))
+        propagate.inject(carrier, context=self._context)
         return carrier
 
     @contextlib.contextmanager
     def activate(self) -> Iterator[None]:
         """Make the run span current, so the handler's own spans (an LLM call) nest in it."""
-        token = otel_context.attach(trace.set_span_in_context(self.span))
+        token = otel_context.attach(self._context)
         try:
             yield
         finally:
@@ -652,42 +700,94 @@ class ObservedRun:
     def _child(self, name: str, owner: str | None, attributes: dict[str, Any]) -> Span:
         """A span under ``owner`` (the run, or a subagent): under its innermost open step."""
         steps = self._open.get(owner)
-        parent = steps[-1] if steps else self._owners.get(owner, self.span)
-        return self.telemetry._tracer.start_span(
-            name, context=trace.set_span_in_context(parent), attributes=attributes
-        )
+        if steps:
+            context = trace.set_span_in_context(steps[-1])
+        elif owner is None:
+            context = self._context  # the common case: a child of the run, context made once
+        else:
+            context = trace.set_span_in_context(self._owners.get(owner, self.span))
+        return self.telemetry._tracer.start_span(name, context=context, attributes=attributes)
+
+    def _leaf(self, name: str, owner: str | None, attributes: dict[str, Any]) -> _Leaf:
+        """A leaf span under ``owner``, where :meth:`_child` would start it, started now."""
+        steps = self._open.get(owner)
+        if steps:
+            context = trace.set_span_in_context(steps[-1])
+        elif owner is None:
+            context = self._context
+        else:
+            context = trace.set_span_in_context(self._owners.get(owner, self.span))
+        return _Leaf(name, context, attributes)
+
+    def _ended(self, leaf: _Leaf) -> None:
+        """``leaf`` ended now: the SDK gets it with the next :data:`_DEFERRED_SPANS`."""
+        leaf.end = time.time_ns()
+        done = self._done
+        done.append(leaf)
+        if len(done) >= _DEFERRED_SPANS:
+            self._flush()
+
+    def _flush(self) -> None:
+        """
+        Give the SDK the leaf spans that ended, each started and ended at its own times,
+        one after the other.  The same spans as when each is started at its start event
+        and ended at its end, at about half the process time once a run has a few: the
+        SDK's span code, run back to back, stays in the processor's caches, where run
+        between two events of the writer it does not (``bench/bench_otel.py``).  Span
+        processors see them when the run ends, or when ``_DEFERRED_SPANS`` are waiting.
+        """
+        tracer = self.telemetry._tracer
+        done, self._done = self._done, []
+        for leaf in done:
+            tracer.start_span(
+                leaf.name, context=leaf.context, attributes=leaf.attributes, start_time=leaf.start
+            ).end(leaf.end)
 
     def _note(self, name: str, owner: str | None, attributes: dict[str, Any]) -> None:
         attributes["agui.event.index"] = sum(self._tally().values()) - 1
         self._owners.get(owner, self.span).add_event(name, attributes)
 
-    def _finish(self, outcome: str, usage: Sequence[Any] | None = None) -> None:
+    def _finish(
+        self,
+        outcome: str,
+        usage: Sequence[Any] | None = None,
+        attributes: dict[str, Any] | None = None,
+    ) -> None:
+        """
+        End the run: its open children, then its span with ``attributes`` (the terminal
+        event's), the protocol version and the outcome set in one call (one lock and one
+        clean-up in the SDK, not one per attribute), then its metrics.
+        """
         self.ended = True
         now = time.perf_counter()
         span = self.span
         telemetry = self.telemetry
         if self.recording:
+            for reasoning in self._reasoning.values():
+                self._ended(reasoning)
+            self._flush()
+            for tool_call_id, tool in self._tools.items():
+                parked = tool.leaf.span(telemetry._tracer)
+                telemetry._park((self.side, self.thread_id, tool_call_id), parked)
             for step in self._steps.values():
                 step.end()
-            for reasoning in self._reasoning.values():
-                reasoning.end()
-            for tool_call_id, tool in self._tools.items():
-                telemetry._park((self.side, self.thread_id, tool_call_id), tool.span)
             for owner, sub in self._owners.items():
                 if owner is not None:
                     sub.end()
-            span.set_attribute("agui.run.outcome", outcome)
+            final = {} if attributes is None else attributes
+            if self._protocol is not None:
+                final["agui.protocol.version"] = self._protocol
+            final["agui.run.outcome"] = outcome
+            span.set_attributes(final)
             span.end()
         totals = telemetry._counters()
         if totals is None:
             return
         side = self.side
         totals.run_ended(outcome, side, self._tally())
-        telemetry.duration.record(
-            now - self._started, {"agui.run.outcome": outcome, "agui.side": side}
-        )
+        telemetry.duration.record(now - self._started, telemetry._outcome_attributes(outcome, side))
         if self._first is not None:
-            telemetry.first_event.record(self._first - self._started, {"agui.side": side})
+            telemetry.first_event.record(self._first - self._started, _SIDE_ATTRIBUTES[side])
         if usage:
             self._record_usage(usage)
 
@@ -722,8 +822,7 @@ class ObservedRun:
     # -- one handler per event type that shapes the tree ---------------------------------
 
     def _run_started(self, event: Any) -> None:
-        if event.protocol_version is not None:
-            self.span.set_attribute("agui.protocol.version", event.protocol_version)
+        self._protocol = event.protocol_version  # set with the outcome, in one call
         if self.side == "proxy":
             self._link_upstream(event)
 
@@ -750,10 +849,7 @@ class ObservedRun:
         if event.run_id != self.run_id:  # an earlier run the stream replays first
             return
         outcome = _outcome(event)
-        span = self.span
         attributes = usage_attributes(event.usage)
-        if attributes:
-            span.set_attributes(attributes)
         if outcome == "interrupt":
             for interrupt in event.outcome.interrupts:
                 found: dict[str, Any] = {"agui.interrupt.id": interrupt.id}
@@ -764,17 +860,14 @@ class ObservedRun:
                     found["agui.subagent.run_id"] = interrupt.subagent_run_id
                 self._note("agui.interrupt", None, found)
         if self.telemetry.capture_content and event.result is not None:
-            span.set_attribute("agui.run.result", self.telemetry.clip(event.result))
-        self._finish(outcome, event.usage)
+            attributes["agui.run.result"] = self.telemetry.clip(event.result)
+        self._finish(outcome, event.usage, attributes)
 
     def _run_error(self, event: Any) -> None:
-        span = self.span
         attributes = usage_attributes(event.usage)
-        if attributes:
-            span.set_attributes(attributes)
-        span.set_attribute(ERROR_TYPE, event.code or "RUN_ERROR")
-        span.set_status(Status(StatusCode.ERROR, event.code or "RUN_ERROR"))
-        self._finish("error", event.usage)
+        attributes[ERROR_TYPE] = event.code or "RUN_ERROR"
+        self.span.set_status(Status(StatusCode.ERROR, event.code or "RUN_ERROR"))
+        self._finish("error", event.usage, attributes)
 
     def _step_started(self, event: Any) -> None:
         owner = event.subagent_run_id
@@ -791,7 +884,7 @@ class ObservedRun:
 
     def _tool_call_start(self, event: Any) -> None:
         owner = event.subagent_run_id
-        span = self._child(
+        leaf = self._leaf(
             f"{EXECUTE_TOOL} {event.tool_call_name}",
             owner,
             {
@@ -800,7 +893,7 @@ class ObservedRun:
                 GEN_AI_TOOL_CALL_ID: event.tool_call_id,
             },
         )
-        self._tools[event.tool_call_id] = _Tool(span, owner)
+        self._tools[event.tool_call_id] = _Tool(leaf, owner)
 
     def _tool_call_args(self, event: Any) -> None:
         if self.telemetry.capture_content:
@@ -811,36 +904,38 @@ class ObservedRun:
     def _tool_call_end(self, event: Any) -> None:
         tool = self._tools.get(event.tool_call_id)
         if tool is not None and self.telemetry.capture_content:
-            tool.span.set_attribute(
-                GEN_AI_TOOL_CALL_ARGUMENTS, self.telemetry.clip("".join(tool.args))
+            tool.leaf.attributes[GEN_AI_TOOL_CALL_ARGUMENTS] = self.telemetry.clip(
+                "".join(tool.args)
             )
 
     def _tool_call_result(self, event: Any) -> None:
         tool = self._tools.pop(event.tool_call_id, None)
         telemetry = self.telemetry
         if tool is not None:
-            span = tool.span
-        else:  # a call an earlier run asked for, answered by this run's own event
-            with telemetry._lock:
-                key = (self.side, self.thread_id, event.tool_call_id)
-                parked = telemetry._pending.pop(key, None)
-            if parked is None:
-                return
-            span = parked
-            span.add_link(self.span.get_span_context())
+            if telemetry.capture_content:
+                tool.leaf.attributes[GEN_AI_TOOL_CALL_RESULT] = telemetry.clip(event.content)
+            self._ended(tool.leaf)
+            return
+        # a call an earlier run asked for, answered by this run's own event
+        with telemetry._lock:
+            key = (self.side, self.thread_id, event.tool_call_id)
+            span = telemetry._pending.pop(key, None)
+        if span is None:
+            return
+        span.add_link(self.span.get_span_context())
         if telemetry.capture_content:
             span.set_attribute(GEN_AI_TOOL_CALL_RESULT, telemetry.clip(event.content))
         span.end()
 
     def _reasoning_start(self, event: Any) -> None:
-        self._reasoning[event.message_id] = self._child(
+        self._reasoning[event.message_id] = self._leaf(
             "reasoning", event.subagent_run_id, {"agui.message.id": event.message_id}
         )
 
     def _reasoning_end(self, event: Any) -> None:
-        span = self._reasoning.pop(event.message_id, None)
-        if span is not None:
-            span.end()
+        leaf = self._reasoning.pop(event.message_id, None)
+        if leaf is not None:
+            self._ended(leaf)
 
     def _subagent_started(self, event: Any) -> None:
         attributes: dict[str, Any] = {
