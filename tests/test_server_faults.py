@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import random
 import signal
@@ -291,14 +292,15 @@ class _Trickle:
 
 @pytest.mark.parametrize("logged", [False, True], ids=["bound", "logged"])
 def test_a_client_that_never_reads_is_gone_by_the_deadline_whatever_the_socket_buffers(
-    logged: bool,
+    logged: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The deadline runs from the client's last progress (the last byte its TCP stack
     acknowledged), not from when the server's own socket buffers filled: with a 2 MiB
     send buffer a 50 kB/s handler would fill it for 40 s before a send waited, and the
     handler would run that long plus ``send_timeout``.  Here it stops within
     ``send_timeout`` + a look (+ ``resume_grace`` + the run's poll, with a log) of
-    the connect."""
+    the connect, and the server's log says why."""
+    caplog.set_level(logging.INFO, "aguikit.server")
     trickle = _Trickle()
     options: dict[str, Any] = {"send_timeout": 0.5, "resume_grace": 0.3, "keepalive": None}
     if logged:
@@ -313,6 +315,7 @@ def test_a_client_that_never_reads_is_gone_by_the_deadline_whatever_the_socket_b
         finally:
             sock.close()
     assert trickle.at - connected < bound
+    assert "the client took nothing for 0.5 s; treated as gone" in caplog.text
 
 
 def test_a_connection_that_takes_nothing_buffers_a_bounded_number_of_bytes() -> None:

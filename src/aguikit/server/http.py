@@ -798,7 +798,7 @@ class EventStreamResponse(Response):
                 await self._pump(queue, progress, send)
         except OSError:  # the connection broke under a send
             self.disconnected = True
-        except TimeoutError:  # the deadline, not the keep-alive's (caught in _pump)
+        except _Stalled:
             self.disconnected = True
             LOGGER.info(
                 "run %r: the client took nothing for %s s; treated as gone",
@@ -981,7 +981,7 @@ class _Progress:
 
     @contextlib.asynccontextmanager
     async def deadline(self, timeout: float | None) -> AsyncIterator[None]:
-        """Raise :class:`TimeoutError` once the client made no progress for ``timeout``
+        """Raise :class:`_Stalled` once the client made no progress for ``timeout``
         seconds (``None``: never)."""
         if timeout is None:
             yield
@@ -989,18 +989,24 @@ class _Progress:
         loop = asyncio.get_running_loop()
         every = min(PROGRESS_POLL, timeout / 4)
         self.progressed = loop.time()
-        async with asyncio.timeout(self.progressed + timeout) as cm:
+        cm = asyncio.timeout(self.progressed + timeout)
 
-            def look() -> None:
-                if not cm.expired():
-                    cm.reschedule(self.last_progress(loop.time()) + timeout)
-                    self.timer = loop.call_later(every, look)
+        def look() -> None:
+            if not cm.expired():
+                cm.reschedule(self.last_progress(loop.time()) + timeout)
+                self.timer = loop.call_later(every, look)
 
-            self.timer = loop.call_later(every, look)
-            try:
-                yield
-            finally:
-                self.timer.cancel()
+        try:
+            async with cm:
+                self.timer = loop.call_later(every, look)
+                try:
+                    yield
+                finally:
+                    self.timer.cancel()
+        except TimeoutError:  # an OSError too: only the deadline's is a stall
+            if cm.expired():
+                raise _Stalled from None
+            raise
 
     def last_progress(self, now: float) -> float:
         """When the client last made progress, as far as a look at ``now`` can tell."""
@@ -1022,6 +1028,10 @@ class _Progress:
             await send(message)
         finally:
             self.sending = False
+
+
+class _Stalled(Exception):
+    """The client took nothing for ``send_timeout`` seconds while bytes waited for it."""
 
 
 _TCP_INFO_ACKED: Final = struct.Struct("=Q")
