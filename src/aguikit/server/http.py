@@ -1011,7 +1011,10 @@ class _Progress:
     def last_progress(self, now: float) -> float:
         """When the client last made progress, as far as a look at ``now`` can tell."""
         if self.socket is not None:
-            unacked, acked = _tcp_state(self.socket)
+            try:
+                unacked, acked = _tcp_state(self.socket)
+            except OSError:  # closed under the look: the disconnect ends the answer
+                unacked, acked = 0, self.acked
             if unacked == 0 or acked != self.acked:
                 self.acked, self.progressed = acked, now
             return self.progressed
