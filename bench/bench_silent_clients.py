@@ -209,9 +209,16 @@ def _traced(snap: str | None) -> dict[str, Any]:
     found["grew"] = [f"{stat.size_diff / 1024:+.0f} KiB {stat.traceback}" for stat in grew]
     # Small blocks (pymalloc's, up to 512 bytes) more numerous than before: what survived
     # the peak, each pinning the arena it was allocated in.
-    small = [stat for stat in compared if stat.count_diff > 0 and stat.size <= 512 * stat.count]
+    by_trace = snapshot.compare_to(_SNAPSHOTS["snapshot"], "traceback")
+    small = [stat for stat in by_trace if stat.count_diff > 0 and stat.size <= 512 * stat.count]
     small.sort(key=lambda stat: -stat.count_diff)
-    found["grew"] += [f"{stat.count_diff:+d} blocks {stat.traceback}" for stat in small[:15]]
+    found["grew"] += [
+        f"{stat.count_diff:+d} blocks, made at "
+        + " <- ".join(
+            f"{Path(frame.filename).name}:{frame.lineno}" for frame in reversed(stat.traceback)
+        )
+        for stat in small[:10]
+    ]
     more = types - _SNAPSHOTS["types"]
     found["types"] = more.most_common(12)
     return found
@@ -268,7 +275,7 @@ def main() -> None:
         if args.trace:
             import tracemalloc
 
-            tracemalloc.start()
+            tracemalloc.start(8)  # frames per allocation: where a survivor was made
 
         listening = socket.socket()
         listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
