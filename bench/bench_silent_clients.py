@@ -3,31 +3,33 @@ Clients that never read: 200 connections start a run each and then take nothing,
 120 s, against one uvicorn worker with the default memory log.
 
 Issue 29 saw such clients hold their handlers for ever (RSS 41 -> 223 MB, still climbing
-after two minutes).  With ``send_timeout`` a client whose write waits that long is treated
-as gone, and its run is cancelled one ``resume_grace`` later.  A write waits only once the
-kernel's socket buffers are full (about 2.8 MiB per connection on loopback by default, in
-the kernel's memory, not the worker's), so the handler here writes 16 KiB every 10 ms; a
-slower one is caught as many seconds later as it takes to fill them.  How long that takes
-is the worker's to say (every byte goes through the run's log first), so the report
-separates it: for each connection, when its write first waited (``treated as gone`` minus
-``send_timeout``, from the first handler's start), and how long after that its handler
-stopped, against the documented bound ``send_timeout + resume_grace`` plus a second's
-poll.  ``--sndbuf`` serves from a listening socket with that ``SO_SNDBUF`` (accepted
-connections inherit it), the deployment knob that bounds the kernel's share and so the
-filling.
+after two minutes).  Now a client that took nothing for ``send_timeout`` while bytes
+waited for it is treated as gone (the reader-progress deadline, read from the kernel's TCP
+acknowledgements: ``docs/resume.md``), and its run is cancelled one ``resume_grace``
+later.  The report gives, for each connection, how long after its client connected its
+handler stopped, against the documented bound ``send_timeout + resume_grace`` plus two
+seconds' looks, counted from the client's last progress (here, with a 4 KiB receive
+buffer, a moment after it connected).  It also gives when each connection's deadline
+started (``treated as gone`` minus ``send_timeout``, at most a look after its last
+progress), from the first handler's start.  ``--sndbuf`` serves from a listening socket
+with that ``SO_SNDBUF`` (accepted connections inherit it).
 
 RSS is read before the clients (cold, and after one short warm-up run, which loads what
 the first request imports), at its peak, and once the clients left and their runs' logs
 expired (``--ttl``, 10 s here: the default keeps an ended run 300 s); then after
 ``malloc_trim``, which separates what the worker holds from what glibc keeps of what it
 freed.  It also counts the asyncio tasks left in the worker beyond uvicorn's own (0 is
-the target: no zombie follower, watch or reaper).  It takes as long as ``--seconds`` (120
-by default); ``nox -s bench`` runs it.
+the target: no zombie follower, watch or reaper).  ``--trace`` runs the worker under
+tracemalloc and reports its Python heap after the warm-up and at the end (after
+``malloc_trim``), the source lines and object types that grew: a heap back at its start
+with RSS above it is the allocator's fragmentation, not retention.  It takes as long as
+``--seconds`` (120 by default); ``nox -s bench`` runs it.
 
 Usage::
 
     python bench/bench_silent_clients.py                       # 200 clients, 120 s
     python bench/bench_silent_clients.py --clients 50 --seconds 30 --send-timeout 5 --grace 5
+    python bench/bench_silent_clients.py --trace                # what the Python heap holds
 
 Never asserts; numbers only.
 """
@@ -35,9 +37,11 @@ Never asserts; numbers only.
 from __future__ import annotations
 
 import argparse
+import array
 import asyncio
 import json
 import logging
+import math
 import os
 import socket
 import subprocess
@@ -51,7 +55,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.resume_app
 
 
-def app(send_timeout: float, grace: float, ttl: float) -> Any:
+def app(clients: int, send_timeout: float, grace: float, ttl: float) -> Any:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
     from tests.resume_app import stray_tasks
@@ -59,11 +63,16 @@ def app(send_timeout: float, grace: float, ttl: float) -> Any:
     from aguikit.server import RunAgentInput, RunWriter, create_app
     from aguikit.server.eventlog import MemoryEventLog
 
-    live: dict[str, Any] = {"handlers": 0, "started": 0, "gone": {}, "stopped": {}}
-    first: list[float] = []
+    # Times go into arrays allocated up front, indexed by client: a float object made
+    # for each while the worker's heap is at its peak would survive it, pinning the
+    # pymalloc arenas it landed in, and count against the RSS after.
+    live: dict[str, Any] = {"handlers": 0, "started": 0}
+    first = array.array("d", [math.nan])
+    stopped = array.array("d", [math.nan] * clients)
+    gone = array.array("d", [math.nan] * clients)
 
-    def since_first() -> float:
-        return time.monotonic() - first[0]
+    def client(run_id: str) -> int:
+        return int(run_id.rpartition("-")[2])
 
     class Gone(logging.Handler):
         """Times the endpoint's "treated as gone" lines, one per stalled connection."""
@@ -71,7 +80,7 @@ def app(send_timeout: float, grace: float, ttl: float) -> Any:
         def emit(self, record: logging.LogRecord) -> None:
             if "treated as gone" in record.getMessage():
                 assert isinstance(record.args, tuple)
-                live["gone"][record.args[0]] = since_first()  # by run id
+                gone[client(str(record.args[0]))] = time.monotonic()  # system-wide on Linux
 
     server_log = logging.getLogger("aguikit.server")
     server_log.setLevel(logging.INFO)
@@ -83,7 +92,8 @@ def app(send_timeout: float, grace: float, ttl: float) -> Any:
                 for _ in range(100):
                     await message.write("x" * 16384)
             return
-        first[:] = first or [time.monotonic()]
+        if math.isnan(first[0]):
+            first[0] = time.monotonic()
         live["handlers"] += 1
         live["started"] += 1
         try:
@@ -93,7 +103,7 @@ def app(send_timeout: float, grace: float, ttl: float) -> Any:
                     await asyncio.sleep(0.01)
         finally:
             live["handlers"] -= 1
-            live["stopped"][run_input.run_id] = since_first()
+            stopped[client(run_input.run_id)] = time.monotonic()
 
     async def stats(request: Any) -> JSONResponse:
         if request.query_params.get("trim"):
@@ -104,7 +114,16 @@ def app(send_timeout: float, grace: float, ttl: float) -> Any:
             gc.collect()
             ctypes.CDLL("libc.so.6").malloc_trim(0)
         tasks = len(stray_tasks())  # a silent client's request still running counts
-        return JSONResponse({**live, "retained": log.total_events, "tasks": tasks})
+        traced = _traced(request.query_params.get("snap"))
+        held = {"heap": _heap()}
+        times = {
+            "first": None if math.isnan(first[0]) else first[0],
+            "stopped": {f"silent-{n}": t for n, t in enumerate(stopped) if not math.isnan(t)},
+            "gone": {f"silent-{n}": t for n, t in enumerate(gone) if not math.isnan(t)},
+        }
+        return JSONResponse(
+            {**live, **times, "retained": log.total_events, "tasks": tasks, **traced, **held}
+        )
 
     log = MemoryEventLog(ttl=ttl)
     served = create_app(
@@ -112,6 +131,97 @@ def app(send_timeout: float, grace: float, ttl: float) -> Any:
     )
     served.router.routes.append(Route("/stats", stats, methods=["GET"]))
     return served
+
+
+_SNAPSHOTS: dict[str, Any] = {}
+
+
+def _heap() -> dict[str, float]:
+    """What the worker's allocators hold, in MiB: glibc's bytes in use and free in its
+    heap (``mallinfo2``), and pymalloc's arenas with the bytes of their live blocks
+    (``sys._debugmallocstats``, which writes to the process's stderr)."""
+    import ctypes
+    import tempfile
+
+    class Mallinfo2(ctypes.Structure):
+        _fields_ = [
+            (name, ctypes.c_size_t)
+            for name in (
+                *("arena", "ordblks", "smblks", "hblks", "hblkhd"),
+                *("usmblks", "fsmblks", "uordblks", "fordblks", "keepcost"),
+            )
+        ]
+
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = Mallinfo2
+    info = libc.mallinfo2()
+    with tempfile.TemporaryFile() as out:
+        saved = os.dup(2)
+        os.dup2(out.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read().decode()
+    found = {}
+    for line in text.splitlines():
+        name, _, value = line.partition("=")
+        if name.startswith(("# arenas allocated current", "# bytes in allocated blocks")):
+            found[name.strip("# ").strip()] = int(value.strip().replace(",", ""))
+    mib = 2**20
+    return {
+        "glibc_used": info.uordblks / mib,
+        "glibc_free": info.fordblks / mib,
+        "glibc_mmapped": info.hblkhd / mib,
+        "pymalloc_arenas": found.get("arenas allocated current", 0),
+        "pymalloc_used": found.get("bytes in allocated blocks", 0) / mib,
+    }
+
+
+def _traced(snap: str | None) -> dict[str, Any]:
+    """With ``--trace`` (tracemalloc on in the worker): the Python heap now, in MiB; at
+    ``snap=before`` a snapshot and the objects' counts by type are kept, and at
+    ``snap=after`` the lines and types that grew since are returned too."""
+    import gc
+    import tracemalloc
+    from collections import Counter
+
+    if not tracemalloc.is_tracing():
+        return {}
+    gc.collect()
+    if snap is None:
+        return {"traced": tracemalloc.get_traced_memory()[0] / 2**20}
+    # The heap without tracemalloc's own snapshots (the one kept at "before" included).
+    snapshot = tracemalloc.take_snapshot().filter_traces(
+        [tracemalloc.Filter(False, tracemalloc.__file__)]
+    )
+    found: dict[str, Any] = {
+        "traced": sum(stat.size for stat in snapshot.statistics("filename")) / 2**20
+    }
+    types = Counter(type(thing).__qualname__ for thing in gc.get_objects())
+    if snap == "before":
+        _SNAPSHOTS.update(snapshot=snapshot, types=types)
+        return found
+    compared = snapshot.compare_to(_SNAPSHOTS["snapshot"], "lineno")
+    grew = compared[:12]
+    found["grew"] = [f"{stat.size_diff / 1024:+.0f} KiB {stat.traceback}" for stat in grew]
+    # Small blocks (pymalloc's, up to 512 bytes) more numerous than before: what survived
+    # the peak, each pinning the arena it was allocated in.
+    by_trace = snapshot.compare_to(_SNAPSHOTS["snapshot"], "traceback")
+    small = [stat for stat in by_trace if stat.count_diff > 0 and stat.size <= 512 * stat.count]
+    small.sort(key=lambda stat: -stat.count_diff)
+    found["grew"] += [
+        f"{stat.count_diff:+d} blocks, made at "
+        + " <- ".join(
+            f"{Path(frame.filename).name}:{frame.lineno}" for frame in reversed(stat.traceback)
+        )
+        for stat in small[:10]
+    ]
+    more = types - _SNAPSHOTS["types"]
+    found["types"] = more.most_common(12)
+    return found
 
 
 def _rss(pid: int) -> float:
@@ -152,24 +262,36 @@ def main() -> None:
     parser.add_argument(
         "--sndbuf", type=int, default=0, help="SO_SNDBUF of the listening socket (0: the kernel's)"
     )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="tracemalloc in the worker: the Python heap before and after, and what grew",
+    )
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         import uvicorn
+
+        if args.trace:
+            import tracemalloc
+
+            tracemalloc.start(8)  # frames per allocation: where a survivor was made
 
         listening = socket.socket()
         listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if args.sndbuf:  # inherited by every accepted connection (Linux)
             listening.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, args.sndbuf)
         listening.bind(("127.0.0.1", args.serve))
-        served = app(args.send_timeout, args.grace, args.ttl)
+        served = app(args.clients, args.send_timeout, args.grace, args.ttl)
         config = uvicorn.Config(served, log_level="critical")  # not one line per silent client
         uvicorn.Server(config).run(sockets=[listening])
         return
     port = _port()
     command = [sys.executable, __file__, "--serve", str(port)]
     command += ["--send-timeout", str(args.send_timeout), "--grace", str(args.grace)]
+    command += ["--clients", str(args.clients)]
     command += ["--ttl", str(args.ttl), "--sndbuf", str(args.sndbuf)]
+    command += ["--trace"] if args.trace else []
     server = subprocess.Popen(command, env=os.environ)
     stats = f"http://127.0.0.1:{port}/stats"
     try:
@@ -183,9 +305,14 @@ def main() -> None:
         cold = _rss(server.pid)
         warm_up = {"threadId": "t", "runId": "warm-up", "messages": []}
         httpx.post(f"http://127.0.0.1:{port}/", json=warm_up, timeout=60).raise_for_status()
+        warm = httpx.get(stats, params={"snap": "before"}, timeout=120).json()
+        heap_before, held_before = warm.get("traced"), warm["heap"]
         before = _rss(server.pid)
         began = time.monotonic()
-        clients = [_silent(port, f"silent-{n}") for n in range(args.clients)]
+        clients, connected = [], {}
+        for n in range(args.clients):
+            clients.append(_silent(port, f"silent-{n}"))
+            connected[f"silent-{n}"] = time.monotonic()
         peak, stopped_at = before, None
         bound = args.send_timeout + args.grace + 2.0
         # The clients stay --seconds, and longer (up to the bound again) while a handler
@@ -210,7 +337,8 @@ def main() -> None:
         after = _rss(server.pid)
         retained = httpx.get(stats, params={"trim": "1"}).json()["retained"]
         trimmed = _rss(server.pid)
-        tasks = httpx.get(stats).json()["tasks"]
+        ended = httpx.get(stats, params={"snap": "after"}, timeout=120).json()
+        tasks = ended["tasks"]
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -225,15 +353,28 @@ def main() -> None:
         f"(bound {bound:.0f} s once the buffers filled); {at_end['handlers']} of "
         f"{at_end['started']} still running at the end"
     )
-    waited = {run: gone - args.send_timeout for run, gone in at_end["gone"].items()}
-    stopped = at_end["stopped"]
-    if waited and waited.keys() <= stopped.keys():
-        late = max(stopped[run] - wait for run, wait in waited.items())
+    first = at_end["first"]
+    clock, gone = at_end["stopped"], at_end["gone"]  # monotonic, system-wide on Linux
+    if clock.keys() == connected.keys():
+        lived = [clock[run] - connected[run] for run in connected]
         print(
-            f"  {len(waited)} connections' writes first waited {min(waited.values()):.1f} to "
-            f"{max(waited.values()):.1f} s after the first handler started (filling the "
-            f"buffers); each handler stopped at most {late:.1f} s after its write first waited "
-            f"(bound {bound:.0f} s)"
+            f"  each handler stopped {min(lived):.1f} to {max(lived):.1f} s after its client "
+            f"connected (bound {bound:.0f} s once the client's own receive buffer filled)"
+        )
+    if gone.keys() == connected.keys():
+        left = [gone[run] - connected[run] for run in connected]
+        print(
+            f"  each client was treated as gone {min(left):.1f} to {max(left):.1f} s after it "
+            f"connected (deadline {args.send_timeout:.0f} s + a look after its last progress)"
+        )
+    waited = {run: at - args.send_timeout - first for run, at in gone.items()}
+    if waited and waited.keys() <= clock.keys():
+        late = max(clock[run] - first - wait for run, wait in waited.items())
+        print(
+            f"  {len(waited)} connections' deadlines started (treated as gone minus "
+            f"send_timeout) {min(waited.values()):.1f} to {max(waited.values()):.1f} s after "
+            f"the first handler started; each handler stopped at most {late:.1f} s after its "
+            f"deadline started (bound {bound:.0f} s)"
         )
     print(
         f"  RSS: {cold:.1f} MiB cold, {before:.1f} MiB after a warm-up run, {peak:.1f} MiB "
@@ -242,6 +383,24 @@ def main() -> None:
         f"({(trimmed - before) / before:+.1%} warm, {(trimmed - cold) / cold:+.1%} cold); "
         f"{tasks} asyncio tasks left beyond uvicorn's"
     )
+    held = ended["heap"]
+    print(
+        "  allocators (MiB), warm start -> end after malloc_trim: "
+        + ", ".join(
+            f"{name} {held_before[name]:.1f} -> {held[name]:.1f}"
+            for name in ("glibc_used", "glibc_free", "glibc_mmapped", "pymalloc_used")
+        )
+        + f", pymalloc arenas {held_before['pymalloc_arenas']} -> {held['pymalloc_arenas']}"
+    )
+    if heap_before is not None:
+        heap_after = ended["traced"]
+        print(
+            f"  tracemalloc: {heap_before:.2f} MiB of Python heap before, {heap_after:.2f} MiB "
+            f"after ({(heap_after - heap_before) / heap_before:+.1%})"
+        )
+        for line in ended["grew"]:
+            print(f"    {line}")
+        print(f"    objects that grew: {ended['types']}")
 
 
 if __name__ == "__main__":

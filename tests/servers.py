@@ -143,11 +143,12 @@ def serve() -> Iterator[RecordingServer]:
 
 
 @contextlib.contextmanager
-def serve_asgi(app: Any, **settings: Any) -> Iterator[str]:
+def serve_asgi(app: Any, sndbuf: int = 0, **settings: Any) -> Iterator[str]:
     """
     Run an ASGI app with a real uvicorn server on a free loopback port for the duration of
     the block; yields the base URL (``http://127.0.0.1:PORT``).  ``settings`` replace
-    uvicorn's (``lifespan="on"``, ``server_header=False``...).
+    uvicorn's (``lifespan="on"``, ``server_header=False``...); ``sndbuf`` is the listening
+    socket's ``SO_SNDBUF`` (0: the kernel's), which accepted connections inherit (Linux).
     """
     import asyncio
 
@@ -155,6 +156,8 @@ def serve_asgi(app: Any, **settings: Any) -> Iterator[str]:
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if sndbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     options: dict[str, Any] = {

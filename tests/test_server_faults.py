@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import random
 import signal
@@ -26,6 +27,8 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.routing import Route
 from tests.redis_server import redis_server
 from tests.resume_app import Endless
 from tests.servers import (
@@ -40,7 +43,7 @@ from tests.test_resume import CuttingTransport
 import aguikit
 from aguikit import Agent
 from aguikit.errors import WireFormatError
-from aguikit.server import RunAgentInput, RunWriter, create_app
+from aguikit.server import RunAgentInput, RunWriter, agui_endpoint, create_app
 from aguikit.server import http as server_http
 from aguikit.server.eventlog import EventLog, EventLogFull, MemoryEventLog, parse_id
 from aguikit.server.faults import FaultyLog
@@ -237,18 +240,29 @@ class _Flood:
             raise
 
 
-@pytest.mark.parametrize("logged", [False, True], ids=["bound", "logged"])
+@pytest.mark.parametrize(
+    ("logged", "mounted"),
+    [(False, False), (True, False), (False, True)],
+    ids=["bound", "logged", "mounted"],
+)
 def test_a_client_that_never_reads_is_treated_as_gone_after_the_send_timeout(
-    logged: bool,
+    logged: bool, mounted: bool
 ) -> None:
     """Its sends block once the socket buffers are full; past ``send_timeout`` the
     endpoint treats it as gone: the handler is cancelled (with a log, one grace window
-    later), never held for ever by a connection that takes nothing."""
+    later), never held for ever by a connection that takes nothing.  Also when the
+    endpoint is mounted in an app of its own (``mounted``), where the connection's socket
+    is not known and the deadline runs from the first send that waited."""
     flood = _Flood()
     options: dict[str, Any] = {"send_timeout": 0.5, "resume_grace": 0.3}
     if logged:
         options["event_log"] = MemoryEventLog()
-    with serve_asgi(create_app(flood, **options)) as url:
+    app = (
+        Starlette(routes=[Route("/", agui_endpoint(flood, **options), methods=["POST"])])
+        if mounted
+        else create_app(flood, **options)
+    )
+    with serve_asgi(app) as url:
         port = int(url.rsplit(":", 1)[1])
         sock = _never_reading_client(port, BODY)
         try:
@@ -256,6 +270,52 @@ def test_a_client_that_never_reads_is_treated_as_gone_after_the_send_timeout(
         finally:
             sock.close()
     assert flood.runs[0].ended
+
+
+class _Trickle:
+    """A handler writing 1 KiB every 20 ms (50 kB/s) until it is cancelled, noting when."""
+
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+        self.at = 0.0
+
+    async def __call__(self, run_input: RunAgentInput, run: RunWriter) -> None:
+        try:
+            async with run.text_message() as message:
+                while True:
+                    await message.write("x" * 1024)
+                    await asyncio.sleep(0.02)
+        finally:
+            self.at = time.monotonic()
+            self.stopped.set()
+
+
+@pytest.mark.parametrize("logged", [False, True], ids=["bound", "logged"])
+def test_a_client_that_never_reads_is_gone_by_the_deadline_whatever_the_socket_buffers(
+    logged: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The deadline runs from the client's last progress (the last byte its TCP stack
+    acknowledged), not from when the server's own socket buffers filled: with a 2 MiB
+    send buffer a 50 kB/s handler would fill it for 40 s before a send waited, and the
+    handler would run that long plus ``send_timeout``.  Here it stops within
+    ``send_timeout`` + a look (+ ``resume_grace`` + the run's poll, with a log) of
+    the connect, and the server's log says why."""
+    caplog.set_level(logging.INFO, "aguikit.server")
+    trickle = _Trickle()
+    options: dict[str, Any] = {"send_timeout": 0.5, "resume_grace": 0.3, "keepalive": None}
+    if logged:
+        options["event_log"] = MemoryEventLog()
+    bound = 0.5 + 0.125 + (0.3 + 1.0 if logged else 0.0) + 1.0  # +1 s: the client's buffer
+    with serve_asgi(create_app(trickle, **options), sndbuf=1 << 20) as url:
+        port = int(url.rsplit(":", 1)[1])
+        connected = time.monotonic()
+        sock = _never_reading_client(port, BODY)
+        try:
+            assert trickle.stopped.wait(bound + 5), "the handler outlived its deadline"
+        finally:
+            sock.close()
+    assert trickle.at - connected < bound
+    assert "the client took nothing for 0.5 s; treated as gone" in caplog.text
 
 
 def test_a_connection_that_takes_nothing_buffers_a_bounded_number_of_bytes() -> None:

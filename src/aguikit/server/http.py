@@ -49,8 +49,9 @@ serving once:
   live; a run nobody follows any more is cancelled once ``resume_grace`` seconds pass
   with no reader, and a client stops it at once with a cancel request (``X-AGUI-Cancel``);
   ``docs/resume.md`` is the protocol;
-* a client that stops reading is treated as gone once one write to it has waited
-  ``send_timeout`` seconds, and an ending answer waits for its follower at most
+* a client that stops reading is treated as gone once it took nothing for
+  ``send_timeout`` seconds while bytes waited for it (a reader-progress deadline:
+  :class:`_Progress`), and an ending answer waits for its follower at most
   :data:`SETTLE_TIMEOUT` (a cancellation a library lost cannot hang it); a log that
   cannot answer a claim or a resume check is a ``503``; a logged run the endpoint stops
   on purpose ends with the cancelled outcome for whoever still reads it.
@@ -68,6 +69,8 @@ import json
 import logging
 import math
 import re
+import socket
+import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from http import HTTPStatus
@@ -176,8 +179,14 @@ A cancellation a library loses (redis-py's ``asyncio.wait_for`` race, say) must 
 the request: past this, the response ends anyway, the run is told its reader left, and
 the task is cancelled again every second until it stops."""
 DEFAULT_SEND_TIMEOUT: Final = 30.0
-"""Seconds one write to the client may take before the client is treated as gone: a
-client that stops reading fills the socket's buffers, and then each send waits."""
+"""Seconds a client may take nothing while bytes wait for it before it is treated as gone
+(the reader-progress deadline, :class:`_Progress`)."""
+PROGRESS_POLL: Final = 1.0
+"""Seconds between two looks at whether a client took anything (a quarter of
+``send_timeout`` when that is shorter): the deadline is met within one look."""
+_TRANSPORT: Final = "aguikit.transport"
+"""The scope key under which :func:`create_app`'s app leaves the connection's asyncio
+transport, when the ASGI server's ``send`` names it (uvicorn's does)."""
 QUEUED_BYTES: Final = 256 * 1024
 """Bytes of encoded frames an answer's queue holds, besides its ``queue_size`` frames:
 past it the handler's next ``emit`` waits for the client.  So a connection buffers at
@@ -700,7 +709,8 @@ class EventStreamResponse(Response):
         self.trace_headers = trace_headers
         self.keepalive = keepalive if media_type == sse.MEDIA_TYPE else None
         self.send_timeout = send_timeout
-        """Seconds one write may wait for the client before it is treated as gone."""
+        """Seconds the client may take nothing while bytes wait for it before it is
+        treated as gone (:class:`_Progress`)."""
         self.queue_size = queue_size
         self.snapshot_every = snapshot_every
         self.encode: Callable[[Mapping[str, Any]], bytes] = (
@@ -778,14 +788,14 @@ class EventStreamResponse(Response):
                     return
 
         watcher = asyncio.create_task(watch())
+        progress = _Progress(scope.get(_TRANSPORT))
         try:
-            await self._send(send, {"type": "http.response.start", "status": 200})
-            for wire in self.history:
-                body = self.encode(wire)
-                await self._send(
-                    send, {"type": "http.response.body", "body": body, "more_body": True}
-                )
-            await self._pump(queue, send)
+            async with progress.deadline(self.send_timeout):
+                await progress.send(send, self._start())
+                for wire in self.history:
+                    body = self.encode(wire)
+                    await progress.send(send, _body(body))
+                await self._pump(queue, progress, send)
         except OSError:  # the connection broke under a send
             self.disconnected = True
         except _Stalled:
@@ -905,43 +915,160 @@ class EventStreamResponse(Response):
             if not (self.disconnected or self._over):
                 await queue.put(_DONE)
 
-    async def _pump(self, queue: asyncio.Queue[Any], send: Send) -> None:
+    async def _pump(self, queue: asyncio.Queue[Any], progress: _Progress, send: Send) -> None:
         keepalive = self.keepalive
         while True:
             try:
                 frame = queue.get_nowait()
             except asyncio.QueueEmpty:
                 try:
-                    frame = await asyncio.wait_for(queue.get(), keepalive)
+                    # Not wait_for: on Python 3.11 it can swallow the cancellation of the
+                    # reader-progress deadline around this loop.
+                    async with asyncio.timeout(keepalive):
+                        frame = await queue.get()
                 except TimeoutError:
                     frame = _KEEPALIVE
             if self.disconnected:
                 return
             if frame is _DONE:
-                await self._send(send, {"type": "http.response.body", "more_body": False})
+                await progress.send(send, {"type": "http.response.body", "body": b""})
                 return
-            await self._send(send, {"type": "http.response.body", "body": frame, "more_body": True})
+            await progress.send(send, _body(frame))
 
-    async def _send(self, send: Send, message: dict[str, Any]) -> None:
-        """One ASGI send, bounded by ``send_timeout``: raises :class:`_Stalled` when the
-        client took nothing for that long (its socket buffers full, the server's flow
-        control holding the send)."""
-        if message["type"] == "http.response.start":
-            message["headers"] = self.raw_headers
-        elif "body" not in message:
-            message["body"] = b""
-        if self.send_timeout is None:
+    def _start(self) -> dict[str, Any]:
+        return {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
+
+
+def _body(frame: bytes) -> dict[str, Any]:
+    return {"type": "http.response.body", "body": frame, "more_body": True}
+
+
+class _Progress:
+    """
+    The reader-progress deadline of one answer: the client is treated as gone once it
+    took nothing for ``send_timeout`` seconds while bytes waited for it.
+
+    A send only starts waiting once every buffer between the worker and the client is
+    full, the kernel's included (from 64 KiB to several MiB, the deployment's to say), so
+    a deadline on one send alone would start as late as a slow handler takes to fill
+    them: seconds, or for ever.  When the connection's socket is known (the transport
+    :func:`create_app`'s app finds in uvicorn's ``send``), the kernel says what the
+    client took: the bytes its TCP stack acknowledged (``TCP_INFO``) and the bytes still
+    unacknowledged (``SIOCOUTQ``).  Progress is then an acknowledgement, or nothing left
+    waiting, whatever the buffers hold.  Otherwise (another ASGI server, an app mounted
+    in another, a Unix socket, not Linux) progress is a send that completed, or none
+    under way: the deadline then runs from the first send that waited, after the buffers
+    filled.
+
+    One look each :data:`PROGRESS_POLL` seconds (a timer, not a task) moves the
+    deadline, an :func:`asyncio.timeout` around the whole answer, to the last progress
+    plus ``send_timeout``: no clock is read per frame.
+    """
+
+    def __init__(self, transport: Any) -> None:
+        self.socket = _tcp_socket(transport)
+        """The connection's TCP socket, when the kernel can be asked about it."""
+        self.sending = False
+        """A send is under way (it has not returned yet)."""
+        self.sent_at = 0.0
+        """Loop time at which the send under way began."""
+        self.acked = -1
+        """The socket's acknowledged bytes at the last look."""
+        self.progressed = 0.0
+        """Loop time of the last look that saw the client take something (socket)."""
+        self.timer: asyncio.TimerHandle | None = None
+        """The next look."""
+
+    @contextlib.asynccontextmanager
+    async def deadline(self, timeout: float | None) -> AsyncIterator[None]:
+        """Raise :class:`_Stalled` once the client made no progress for ``timeout``
+        seconds (``None``: never)."""
+        if timeout is None:
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        every = min(PROGRESS_POLL, timeout / 4)
+        self.progressed = loop.time()
+        cm = asyncio.timeout(self.progressed + timeout)
+
+        def look() -> None:
+            if not cm.expired():
+                cm.reschedule(self.last_progress(loop.time()) + timeout)
+                self.timer = loop.call_later(every, look)
+
+        try:
+            async with cm:
+                self.timer = loop.call_later(every, look)
+                try:
+                    yield
+                finally:
+                    self.timer.cancel()
+        except TimeoutError:  # an OSError too: only the deadline's is a stall
+            if cm.expired():
+                raise _Stalled from None
+            raise
+
+    def last_progress(self, now: float) -> float:
+        """When the client last made progress, as far as a look at ``now`` can tell."""
+        if self.socket is not None:
+            try:
+                unacked, acked = _tcp_state(self.socket)
+            except OSError:  # closed under the look: the disconnect ends the answer
+                unacked, acked = 0, self.acked
+            if unacked == 0 or acked != self.acked:
+                self.acked, self.progressed = acked, now
+            return self.progressed
+        return self.sent_at if self.sending else now
+
+    async def send(self, send: Send, message: dict[str, Any]) -> None:
+        """One ASGI send, noted for the fallback's progress."""
+        if self.socket is not None:
             await send(message)
             return
+        self.sending = True
+        self.sent_at = asyncio.get_running_loop().time()
         try:
-            async with asyncio.timeout(self.send_timeout):
-                await send(message)
-        except TimeoutError:
-            raise _Stalled from None
+            await send(message)
+        finally:
+            self.sending = False
 
 
 class _Stalled(Exception):
-    """The client took nothing for ``send_timeout`` seconds."""
+    """The client took nothing for ``send_timeout`` seconds while bytes waited for it."""
+
+
+_TCP_INFO_ACKED: Final = struct.Struct("=Q")
+"""``tcpi_bytes_acked`` in Linux's ``struct tcp_info`` (offset 120, since Linux 4.1)."""
+_TCP_INFO_SIZE: Final = 128
+
+
+def _tcp_socket(transport: Any) -> Any:
+    """The socket of ``transport`` (an :class:`asyncio.Transport`) when the kernel tells
+    how much of what was sent its peer acknowledged; ``None`` otherwise."""
+    get = getattr(transport, "get_extra_info", None)
+    sock = get("socket") if callable(get) else None
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return None
+    try:
+        _tcp_state(sock)
+    except (ImportError, OSError, AttributeError, ValueError, struct.error):  # not Linux
+        return None
+    return sock
+
+
+def _tcp_state(sock: Any) -> tuple[int, int]:
+    """(bytes sent and not yet acknowledged, bytes acknowledged) of a TCP socket, from the
+    kernel; ``(0, 0)`` once it is closed (its disconnect ends the answer)."""
+    import fcntl  # Unix only: _tcp_socket tried, so this answers
+    import termios
+
+    fd = sock.fileno()
+    if fd < 0:
+        return 0, 0
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_SIZE)
+    (acked,) = _TCP_INFO_ACKED.unpack_from(info, 120)
+    unacked = struct.unpack("i", fcntl.ioctl(fd, termios.TIOCOUTQ, b"\0\0\0\0"))[0]
+    return unacked, acked
 
 
 async def _settle(*tasks: asyncio.Task[None]) -> None:
@@ -1468,10 +1595,14 @@ def agui_endpoint(
             serves (``docs/otel.md``); each run's span continues the request's W3C
             ``traceparent``/``tracestate``.  ``None``: the one
             ``AguikitInstrumentor().instrument()`` installed, if any.
-        send_timeout: Seconds one write to the client may wait (its socket buffers full)
-            before the client is treated as gone, as if it had disconnected: without a
-            log its handler is cancelled, with one the run's resume grace starts
-            (``None``: wait for ever, a client that never reads then holds its handler).
+        send_timeout: Seconds the client may take nothing while bytes wait for it before
+            it is treated as gone, as if it had disconnected: without a log its handler
+            is cancelled, with one the run's resume grace starts (``None``: wait for
+            ever, a client that never reads then holds its handler).  Under
+            :func:`create_app` on uvicorn and Linux, what the client took is read from
+            the kernel's TCP acknowledgements, so the deadline runs from the client's
+            last progress whatever the socket buffers hold; elsewhere from the first
+            write that waited, once they filled (``docs/resume.md``).
         threads: A thread store (:class:`~aguikit.server.threads.MemoryThreadStore`, a
             :class:`~aguikit.server.redis_threads.RedisThreadStore`): each run that ends
             is folded into its thread (with the conversation and state its request
@@ -1808,7 +1939,22 @@ def create_app(
         declared = _declare_resumable(capabilities, options.get("event_log") is not None)
         where = path.rstrip("/") + "/capabilities"
         routes.append(Route(where, capabilities_endpoint(declared), methods=["GET"]))
-    return Starlette(routes=routes)
+    return _App(routes=routes)
+
+
+class _App(Starlette):
+    """
+    :func:`create_app`'s app: a Starlette app that leaves the connection's transport in
+    the scope (:data:`_TRANSPORT`) when the ASGI server's ``send`` is a method of an
+    object holding it (uvicorn's ``RequestResponseCycle``), before any middleware wraps
+    ``send``, so an answer can ask the kernel whether its client reads (:class:`_Progress`).
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        transport = getattr(getattr(send, "__self__", None), "transport", None)
+        if transport is not None:
+            scope[_TRANSPORT] = transport
+        await super().__call__(scope, receive, send)
 
 
 def _declare_resumable(
