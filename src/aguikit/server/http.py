@@ -69,7 +69,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from http import HTTPStatus
 from typing import Any, Final, Literal, TypeVar
 
@@ -889,6 +889,19 @@ class EventStreamResponse(Response):
                     if sse_framing and number == len(events):
                         frame = f"id: {after}\n".encode() + frame
                     await queue.put(frame)
+            framed = getattr(log, "follow_frames", None) if sse_framing else None
+            if framed is not None:
+                # The log keeps each event encoded once: its frames go out as they are,
+                # several events to a write.
+                frames: AsyncGenerator[tuple[str, bytes], None] = framed(
+                    self.run_input.run_id, after
+                )
+                async with contextlib.aclosing(frames) as batches:
+                    async for event_id, batch in batches:
+                        await queue.put(batch)
+                        if started is not None:
+                            started.queued(event_id)
+                return
             # Closed on cancellation too, so the log stops counting this reader at once.
             async with contextlib.aclosing(log.follow(self.run_input.run_id, after)) as live:
                 async for event_id, wire in live:
