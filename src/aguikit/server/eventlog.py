@@ -247,12 +247,13 @@ _DELTAS: Final[Mapping[str, str]] = {
 """The content events a :class:`MemoryEventLog` compacts, with the member naming what
 they append to: consecutive ones for the same id add up to one with the deltas joined."""
 
-DEFAULT_RECENT_EVENTS: Final = 128
+DEFAULT_RECENT_EVENTS: Final = 64
 """Events a :class:`MemoryEventLog` keeps as sent (one encoded frame each) behind a run's
-newest: a live follower (the starting connection lags at most its ``queue_size``, 64 by
-default) reads the deltas one by one; older deltas are kept compacted."""
+newest; older content deltas are kept compacted.  The starting connection, paced at most
+``queue_size`` (64 by default) events behind, so gets every delta as sent: a compacted
+stretch of one delta is that very event."""
 
-_SEAL: Final = 64
+_SEAL: Final = 16
 """Deltas of a compacted stretch joined into one string at a time."""
 
 BATCH_BYTES: Final = 32 * 1024
@@ -290,7 +291,7 @@ class _Deltas:
     compacted: int
     chunks: list[str] = attrs.Factory(list)
     pieces: list[str] = attrs.Factory(list)
-    ends: array[int] = attrs.Factory(lambda: array("q"))
+    ends: array[int] = attrs.Factory(lambda: array("I"))
 
     def add(self, delta: str) -> None:
         self.ends.append((self.ends[-1] if self.ends else 0) + len(delta))

@@ -199,6 +199,11 @@ class _Frames(asyncio.Queue[Any]):
         self.max_bytes = max_bytes
         self.bytes = 0
         """Bytes of the frames queued now."""
+        self.emptied = asyncio.Event()
+        """Set while the queue is empty: a follower putting several events as one item
+        waits for it, so the queue holds one such batch and the run is paced by events
+        (``queue_size``), not by batches of them."""
+        self.emptied.set()
 
     def full(self) -> bool:
         return super().full() or self.bytes >= self.max_bytes
@@ -206,12 +211,15 @@ class _Frames(asyncio.Queue[Any]):
     def _put(self, item: Any) -> None:
         if isinstance(item, bytes):
             self.bytes += len(item)
+        self.emptied.clear()
         super()._put(item)
 
     def _get(self) -> Any:
         item = super()._get()
         if isinstance(item, bytes):
             self.bytes -= len(item)
+        if not self.qsize():
+            self.emptied.set()
         return item
 
 
@@ -737,7 +745,7 @@ class EventStreamResponse(Response):
         framing's run gets none: it lives on only while a joiner follows it."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        queue: asyncio.Queue[Any] = _Frames(self.queue_size, QUEUED_BYTES)
+        queue = _Frames(self.queue_size, QUEUED_BYTES)
         encode = self.encode
 
         async def sink(wire: Mapping[str, Any]) -> None:
@@ -870,9 +878,7 @@ class EventStreamResponse(Response):
         except ThreadError as error:
             LOGGER.error("run %r: not recorded into its thread: %s", self.run_input.run_id, error)
 
-    async def _follow(
-        self, log: EventLog, queue: asyncio.Queue[Any], started: _LoggedRun | None
-    ) -> None:
+    async def _follow(self, log: EventLog, queue: _Frames, started: _LoggedRun | None) -> None:
         """Copy the run's logged events, after ``resume_after``, into the frame queue
         (after the prelude, for a late joiner that asked for one), telling the run this
         answer started how far it got, which paces that run."""
@@ -898,6 +904,7 @@ class EventStreamResponse(Response):
                 )
                 async with contextlib.aclosing(frames) as batches:
                     async for event_id, batch in batches:
+                        await queue.emptied.wait()  # one batch queued, one being written
                         await queue.put(batch)
                         if started is not None:
                             started.queued(event_id)
