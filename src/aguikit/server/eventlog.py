@@ -32,7 +32,8 @@ Two logs share one interface (:class:`EventLog`):
 
 Ids are decimal integers counting a run's events from 1, the same in both logs, so a
 client treats them as opaque strings and a server can switch logs without changing what
-a client sees.  The log stores wire dicts; the encoding (SSE, JSONL) is the connection's.
+a client sees.  A log takes and gives wire dicts; the memory log keeps each event as its
+SSE frame, encoded once, and compacts content deltas (:class:`MemoryEventLog`).
 
 What it deliberately does not do: replay a run that was never logged, or keep a run after
 it expired; both are answered ``410 Gone`` by the endpoint, never an empty stream.
@@ -431,11 +432,22 @@ class MemoryEventLog:
     A follower's wake-up costs what it delivers: it reads the events after its position
     by index, never copying or scanning the retained run.
 
+    Each event is kept once, as the SSE frame its followers send (encoded at
+    :meth:`append`; :meth:`follow_frames` hands them out several to a write), and
+    consecutive content deltas of one message or tool call are kept as their joined text
+    once ``recent_events`` behind the newest event, and all of them once the run ended: a
+    finished message costs one content event, and a reader resuming inside such a stretch
+    gets the rest of it as one event under its last delta's id (the same fold, no gap, no
+    duplicate).  The bounds count events, compacted or not.
+
     Args:
         ttl: Seconds a run is kept after it ended.
         max_events: Events kept per run.
         max_total_events: Events kept over all runs.
+        recent_events: Content deltas kept as sent behind a run's newest event.
 
+    .. versionchanged:: 0.5.0  Events kept encoded, content deltas compacted;
+       ``recent_events``.
     .. versionchanged:: 0.3.0  ``ttl`` counts from the run's end, not its last event;
        ``max_total_events``.
     """
