@@ -127,8 +127,18 @@ def test_frames_carry_ids_and_a_resume_replays_after_the_id() -> None:
         assert [f.id for f in frames] == [str(n) for n in range(1, len(frames) + 1)]
         again = httpx.post(url, json=BODY, headers={"Last-Event-ID": "5"}, timeout=30)
         rest = list(iter_frames([again.content]))
-        assert [f.data for f in rest] == [f.data for f in frames[5:]]
-        assert rest[0].id == "6"
+        # The ended run is kept compacted: its deltas come merged, under the last one's id.
+        assert _folded(frames[:5] + rest) == _folded(frames)
+        assert [int(f.id or 0) for f in rest] == sorted({int(f.id or 0) for f in rest})
+        assert int(rest[0].id or 0) >= 6 and rest[-1].id == frames[-1].id
+
+
+def _folded(frames: list[Any]) -> str:
+    """Messages and state a Session folds SSE ``frames`` to."""
+    session = Session()
+    session.feed_all(json.loads(f.data) for f in frames)
+    session.finish()
+    return json.dumps({"messages": [to_wire(m) for m in session.messages], "state": session.state})
 
 
 def test_an_unknown_run_or_id_is_gone_and_a_started_run_conflicts() -> None:
@@ -241,7 +251,7 @@ def test_a_late_joiner_with_a_prelude_folds_to_the_same_result(
                 _result(agent, result.run_id),
                 folded,
                 len(frames),
-                len(list(iter_frames([whole]))),
+                int(list(iter_frames([whole]))[-1].id or 0),  # the run's events
             )
 
         original, joined, joined_frames, all_frames = asyncio.run(scenario())

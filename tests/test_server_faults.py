@@ -497,7 +497,7 @@ def test_a_late_join_with_a_prelude_over_a_long_run_leaves_the_loop_free() -> No
     from aguikit.server.prelude import prelude
 
     async def scenario() -> tuple[int, list[dict[str, Any]] | None]:
-        log = MemoryEventLog()
+        log = MemoryEventLog(recent_events=10**6)  # every delta kept as sent: a long fold
         await log.append("r", {"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
         await log.append("r", {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"})
         for n in range(60_000):

@@ -32,7 +32,8 @@ Two logs share one interface (:class:`EventLog`):
 
 Ids are decimal integers counting a run's events from 1, the same in both logs, so a
 client treats them as opaque strings and a server can switch logs without changing what
-a client sees.  The log stores wire dicts; the encoding (SSE, JSONL) is the connection's.
+a client sees.  A log takes and gives wire dicts; the memory log keeps each event as its
+SSE frame, encoded once, and compacts content deltas (:class:`MemoryEventLog`).
 
 What it deliberately does not do: replay a run that was never logged, or keep a run after
 it expired; both are answered ``410 Gone`` by the endpoint, never an empty stream.
@@ -42,13 +43,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Mapping
-from typing import Any, Final, Protocol
+from array import array
+from collections import deque
+from collections.abc import AsyncGenerator, Callable, Mapping
+from typing import Any, Final, Protocol, TypeVar
 
 import attrs
 
 from ..catalogue import render_message
 from ..errors import AguiError
+from ..jsonio import loads_object
+from ..transport.sse import encode_bytes
 from .prelude import prelude
 
 __all__ = [
@@ -118,6 +123,7 @@ CANCEL_POLL: Final = 0.25
 about this plus the handler's next ``await``."""
 
 _TERMINAL: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
+_T = TypeVar("_T")
 
 
 class EventLogFull(AguiError):
@@ -234,13 +240,91 @@ class EventLog(Protocol):
         """
 
 
+_DELTAS: Final[Mapping[str, str]] = {
+    "TEXT_MESSAGE_CONTENT": "messageId",
+    "REASONING_MESSAGE_CONTENT": "messageId",
+    "TOOL_CALL_ARGS": "toolCallId",
+}
+"""The content events a :class:`MemoryEventLog` compacts, with the member naming what
+they append to: consecutive ones for the same id add up to one with the deltas joined."""
+
+DEFAULT_RECENT_EVENTS: Final = 64
+"""Events a :class:`MemoryEventLog` keeps as sent (one encoded frame each) behind a run's
+newest; older content deltas are kept compacted.  The starting connection, paced at most
+``queue_size`` (64 by default) events behind, so gets every delta as sent: a compacted
+stretch of one delta is that very event."""
+
+_SEAL: Final = 16
+"""Deltas of a compacted stretch joined into one string at a time."""
+
+BATCH_BYTES: Final = 32 * 1024
+"""Bytes of frames a follower takes from a :class:`MemoryEventLog` in one step
+(:meth:`MemoryEventLog.follow_frames`): one write to the socket for many small events."""
+
+
+def _frame(number: int, wire: Mapping[str, Any]) -> bytes:
+    """The SSE frame of event ``number``, its ``id:`` line included, as every follower sends it."""
+    return b"id: %d\n" % number + encode_bytes(wire)
+
+
+def _wire(frame: bytes) -> dict[str, Any]:
+    """The wire dict of a frame :func:`_frame` wrote (for a follower that does not speak SSE)."""
+    return loads_object(frame[frame.index(b"data: ") + 6 : -2])
+
+
+@attrs.define
+class _Deltas:
+    """
+    A stretch of consecutive content events of one message or tool call (events ``first``
+    to ``last``), as the text they add up to: ``ends[k]`` is the length of the deltas of
+    events ``first`` to ``first + k``.  Events up to ``compacted`` are kept only here (their
+    slot in the run's window points to this stretch); later ones also as their frames.
+    A reader resuming inside the compacted part gets the rest of it as one event carrying
+    the id of its last delta: it folds to what the deltas fold to, with no gap and no
+    duplicate.
+    """
+
+    kind: str
+    key: str
+    target: str
+    first: int
+    last: int
+    compacted: int
+    chunks: list[str] = attrs.Factory(list)
+    pieces: list[str] = attrs.Factory(list)
+    ends: array[int] = attrs.Factory(lambda: array("I"))
+
+    def add(self, delta: str) -> None:
+        self.ends.append((self.ends[-1] if self.ends else 0) + len(delta))
+        self.pieces.append(delta)
+        self.last += 1
+        if len(self.pieces) >= _SEAL:
+            self.chunks.append("".join(self.pieces))
+            self.pieces.clear()
+
+    def merged(self, start: int, stop: int) -> dict[str, Any]:
+        """One content event standing for events ``start`` to ``stop`` of this stretch."""
+        text = "".join(self.chunks) + "".join(self.pieces)
+        self.chunks, self.pieces = [text], []  # the next merge does not join again
+        begin = self.ends[start - self.first - 1] if start > self.first else 0
+        return {
+            "type": self.kind,
+            self.key: self.target,
+            "delta": text[begin : self.ends[stop - self.first]],
+        }
+
+
+_Entry = bytes | _Deltas | None
+
+
 @attrs.define
 class _Run:
-    """One run's window: ``wires[head:]`` are its retained events, ``wires[i]`` being
-    event ``offset + i + 1``; dropped events are cleared in place and the list compacted
-    once half of it is dropped, so both dropping and a follower's index stay O(1)."""
+    """One run's window: ``slots[head:]`` are its retained events, ``slots[i]`` being
+    event ``offset + i + 1``: its encoded frame, or the compacted stretch standing for it.
+    Dropped events are cleared in place and the list compacted once half of it is dropped,
+    so both dropping and a follower's index stay O(1)."""
 
-    wires: list[dict[str, Any] | None] = attrs.Factory(list)
+    slots: list[_Entry] = attrs.Factory(list)
     offset: int = 0
     head: int = 0
     last: int = 0
@@ -249,6 +333,10 @@ class _Run:
     owner: Owner | None = None
     cancel: bool = False
     changed: asyncio.Event = attrs.Factory(asyncio.Event)
+    open: _Deltas | None = None
+    """The stretch the next event continues when it is a delta of the same id."""
+    pending: deque[_Deltas] = attrs.Factory(deque)
+    """Stretches with events still kept as frames, oldest first."""
 
     @property
     def first(self) -> int:
@@ -256,17 +344,77 @@ class _Run:
         return self.offset + self.head + 1
 
     def drop_oldest(self) -> None:
-        self.wires[self.head] = None
+        self.slots[self.head] = None
         self.head += 1
-        if self.head * 2 >= len(self.wires):
-            del self.wires[: self.head]
+        if self.head * 2 >= len(self.slots):
+            del self.slots[: self.head]
             self.offset += self.head
             self.head = 0
 
-    def event(self, number: int) -> dict[str, Any]:
-        wire = self.wires[number - self.offset - 1]
-        assert wire is not None
-        return wire
+    def add(self, frame: bytes, wire: Mapping[str, Any]) -> None:
+        """Keep ``frame``, the encoded ``wire``, as event ``last + 1``; a delta also joins
+        its stretch."""
+        self.last += 1
+        self.slots.append(frame)
+        kind = wire.get("type")
+        key = _DELTAS.get(kind) if isinstance(kind, str) else None
+        stretch = None
+        if key is not None and isinstance(kind, str) and len(wire) == 3:
+            delta, target = wire.get("delta"), wire.get(key)
+            if isinstance(delta, str) and delta and isinstance(target, str):
+                stretch = self.open
+                if not (
+                    stretch is not None
+                    and stretch.last == self.last - 1
+                    and stretch.kind == kind
+                    and stretch.target == target
+                ):
+                    stretch = _Deltas(kind, key, target, self.last, self.last - 1, self.last - 1)
+                    self.pending.append(stretch)
+                stretch.add(delta)
+        self.open = stretch
+
+    def compact(self, upto: int) -> None:
+        """Keep the deltas up to event ``upto`` compacted only (their frames let go)."""
+        pending = self.pending
+        while pending:
+            stretch = pending[0]
+            stop = min(stretch.last, upto)
+            base = self.offset + 1
+            for number in range(max(stretch.compacted + 1, base + self.head), stop + 1):
+                self.slots[number - base] = stretch
+            stretch.compacted = max(stretch.compacted, stop)
+            if stretch.compacted < stretch.last or stretch is self.open:
+                return
+            pending.popleft()
+
+    def entry(self, after: int) -> tuple[int, bytes | dict[str, Any]]:
+        """The event after ``after`` (retained): its frame, or the merged content event of
+        the compacted deltas from there; and the number of the last event it stands for."""
+        slot = self.slots[after - self.offset]
+        if isinstance(slot, bytes):
+            return after + 1, slot
+        assert slot is not None
+        return slot.compacted, slot.merged(after + 1, slot.compacted)
+
+    def one(self, after: int) -> tuple[int, tuple[str, dict[str, Any]]]:
+        """:meth:`entry` as ``(id, wire)``."""
+        number, item = self.entry(after)
+        return number, (str(number), _wire(item) if isinstance(item, bytes) else item)
+
+    def batch(self, after: int) -> tuple[int, tuple[str, bytes]]:
+        """The frames after ``after``, up to :data:`BATCH_BYTES` of them (at least one), as
+        one write: ``(id of the last, frames)``."""
+        parts: list[bytes] = []
+        size = 0
+        last = self.last
+        while after < last and size < BATCH_BYTES:
+            number, item = self.entry(after)
+            frame = item if isinstance(item, bytes) else _frame(number, item)
+            parts.append(frame)
+            size += len(frame)
+            after = number
+        return after, (str(after), b"".join(parts))
 
 
 class MemoryEventLog:
@@ -284,11 +432,22 @@ class MemoryEventLog:
     A follower's wake-up costs what it delivers: it reads the events after its position
     by index, never copying or scanning the retained run.
 
+    Each event is kept once, as the SSE frame its followers send (encoded at
+    :meth:`append`; :meth:`follow_frames` hands them out several to a write), and
+    consecutive content deltas of one message or tool call are kept as their joined text
+    once ``recent_events`` behind the newest event, and all of them once the run ended: a
+    finished message costs one content event, and a reader resuming inside such a stretch
+    gets the rest of it as one event under its last delta's id (the same fold, no gap, no
+    duplicate).  The bounds count events, compacted or not.
+
     Args:
         ttl: Seconds a run is kept after it ended.
         max_events: Events kept per run.
         max_total_events: Events kept over all runs.
+        recent_events: Content deltas kept as sent behind a run's newest event.
 
+    .. versionchanged:: 0.5.0  Events kept encoded, content deltas compacted;
+       ``recent_events``.
     .. versionchanged:: 0.3.0  ``ttl`` counts from the run's end, not its last event;
        ``max_total_events``.
     """
@@ -299,6 +458,7 @@ class MemoryEventLog:
         ttl: float = DEFAULT_TTL,
         max_events: int = DEFAULT_MAX_EVENTS,
         max_total_events: int = DEFAULT_MAX_TOTAL_EVENTS,
+        recent_events: int = DEFAULT_RECENT_EVENTS,
     ) -> None:
         if max_events < 1:
             raise ValueError("max_events must be at least 1")
@@ -307,6 +467,7 @@ class MemoryEventLog:
         self.ttl = ttl
         self.max_events = max_events
         self.max_total_events = max_total_events
+        self.recent_events = max(0, recent_events)
         self._runs: dict[str, _Run] = {}
         self._ended: dict[str, _Run] = {}
         """Ended runs in the order they ended: the first to expire or be evicted."""
@@ -322,7 +483,7 @@ class MemoryEventLog:
     def _forget(self, run_id: str) -> None:
         run = self._runs.pop(run_id)
         self._ended.pop(run_id, None)
-        self._total -= len(run.wires) - run.head
+        self._total -= len(run.slots) - run.head
         run.changed.set()  # a follower waiting on it sees it gone and ends
 
     def _expire(self, now: float) -> None:
@@ -383,14 +544,18 @@ class MemoryEventLog:
     async def append(self, run_id: str, wire: Mapping[str, Any]) -> str:
         run = self._live(run_id)
         self._make_room(wire)
+        # Encoded once, before anything changes (a value with no JSON form is refused here,
+        # at the handler's emit); every SSE follower sends these very bytes.
+        frame = _frame(1 if run is None else run.last + 1, wire)
         if run is None:
             run = self._runs[run_id] = _Run()
-        run.last += 1
-        run.wires.append(dict(wire))
+        run.add(frame, wire)
         self._total += 1
         if run.last - run.first >= self.max_events:
             run.drop_oldest()
             self._total -= 1
+        if run.pending:
+            run.compact(run.last - self.recent_events)
         changed, run.changed = run.changed, asyncio.Event()
         changed.set()  # wake every follower; they wait on the new one next
         return str(run.last)
@@ -400,6 +565,8 @@ class MemoryEventLog:
         if run is not None and not run.done:
             run.done = True
             run.ended = time.monotonic()
+            run.open = None
+            run.compact(run.last)  # an ended run is kept compacted whole
             self._ended[run_id] = run
             run.changed.set()
 
@@ -416,16 +583,36 @@ class MemoryEventLog:
         run = self._live(run_id)
         if run is None:
             return []
-        base = run.offset + 1
-        return [
-            (str(base + index), wire)
-            for index, wire in enumerate(run.wires[run.head :], run.head)
-            if wire is not None
-        ]
+        events = []
+        position = run.first - 1
+        while position < run.last:
+            position, event = run.one(position)
+            events.append(event)
+        return events
 
-    async def follow(
+    def follow(
         self, run_id: str, after: str | None
     ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
+        """:meth:`EventLog.follow`; compacted deltas come as one content event."""
+        return self._tail(run_id, after, _Run.one)
+
+    def follow_frames(
+        self, run_id: str, after: str | None
+    ) -> AsyncGenerator[tuple[str, bytes], None]:
+        """
+        :meth:`follow` as SSE bytes: ``(id, frames)``, ``frames`` being the encoded frames
+        (``id:`` lines included) of every event after ``after`` available now, up to
+        :data:`BATCH_BYTES`, and ``id`` the last one's.  The frames were encoded once, when
+        logged, so a follower costs one copy and one write per step, not an encoding per
+        event.
+
+        .. versionadded:: 0.5.0
+        """
+        return self._tail(run_id, after, _Run.batch)
+
+    async def _tail(
+        self, run_id: str, after: str | None, take: Callable[[_Run, int], tuple[int, _T]]
+    ) -> AsyncGenerator[_T, None]:
         position = parse_id(after) if after is not None else 0
         if position is None:
             return
@@ -439,8 +626,8 @@ class MemoryEventLog:
                 while position < run.last:
                     if run.first > position + 1:
                         return  # what the reader missed was dropped: end rather than skip it
-                    position += 1
-                    yield str(position), run.event(position)
+                    position, item = take(run, position)
+                    yield item
                     if self._runs.get(run_id) is not run:
                         return  # evicted or expired while the reader held the event
                 if run.done:

@@ -72,7 +72,7 @@ import re
 import socket
 import struct
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from http import HTTPStatus
 from typing import Any, Final, Literal, TypeVar
 
@@ -208,6 +208,11 @@ class _Frames(asyncio.Queue[Any]):
         self.max_bytes = max_bytes
         self.bytes = 0
         """Bytes of the frames queued now."""
+        self.emptied = asyncio.Event()
+        """Set while the queue is empty: a follower putting several events as one item
+        waits for it, so the queue holds one such batch and the run is paced by events
+        (``queue_size``), not by batches of them."""
+        self.emptied.set()
 
     def full(self) -> bool:
         return super().full() or self.bytes >= self.max_bytes
@@ -215,12 +220,15 @@ class _Frames(asyncio.Queue[Any]):
     def _put(self, item: Any) -> None:
         if isinstance(item, bytes):
             self.bytes += len(item)
+        self.emptied.clear()
         super()._put(item)
 
     def _get(self) -> Any:
         item = super()._get()
         if isinstance(item, bytes):
             self.bytes -= len(item)
+        if not self.qsize():
+            self.emptied.set()
         return item
 
 
@@ -747,7 +755,7 @@ class EventStreamResponse(Response):
         framing's run gets none: it lives on only while a joiner follows it."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        queue: asyncio.Queue[Any] = _Frames(self.queue_size, QUEUED_BYTES)
+        queue = _Frames(self.queue_size, QUEUED_BYTES)
         encode = self.encode
 
         async def sink(wire: Mapping[str, Any]) -> None:
@@ -880,9 +888,7 @@ class EventStreamResponse(Response):
         except ThreadError as error:
             LOGGER.error("run %r: not recorded into its thread: %s", self.run_input.run_id, error)
 
-    async def _follow(
-        self, log: EventLog, queue: asyncio.Queue[Any], started: _LoggedRun | None
-    ) -> None:
+    async def _follow(self, log: EventLog, queue: _Frames, started: _LoggedRun | None) -> None:
         """Copy the run's logged events, after ``resume_after``, into the frame queue
         (after the prelude, for a late joiner that asked for one), telling the run this
         answer started how far it got, which paces that run."""
@@ -899,6 +905,20 @@ class EventStreamResponse(Response):
                     if sse_framing and number == len(events):
                         frame = f"id: {after}\n".encode() + frame
                     await queue.put(frame)
+            framed = getattr(log, "follow_frames", None) if sse_framing else None
+            if framed is not None:
+                # The log keeps each event encoded once: its frames go out as they are,
+                # several events to a write.
+                frames: AsyncGenerator[tuple[str, bytes], None] = framed(
+                    self.run_input.run_id, after
+                )
+                async with contextlib.aclosing(frames) as batches:
+                    async for event_id, batch in batches:
+                        await queue.emptied.wait()  # one batch queued, one being written
+                        await queue.put(batch)
+                        if started is not None:
+                            started.queued(event_id)
+                return
             # Closed on cancellation too, so the log stops counting this reader at once.
             async with contextlib.aclosing(log.follow(self.run_input.run_id, after)) as live:
                 async for event_id, wire in live:

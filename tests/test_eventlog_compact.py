@@ -1,0 +1,214 @@
+"""
+The memory log keeps a run compact by construction (issue 28, item 4): every event once,
+encoded as its SSE frame, and the content deltas of a message or tool call, once older
+than ``recent_events`` or once the run ended, as their joined text.  What must hold
+whatever the run and wherever a reader resumes: what it folds to is what an
+uninterrupted reader folds to, with ids still counting 1..N, never a gap or a duplicate
+(a duplicated or missing delta changes the folded text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aguikit import Session
+from aguikit.server.eventlog import MemoryEventLog
+from aguikit.server.prelude import prelude
+from aguikit.transport.sse import iter_frames
+from aguikit.wire import to_wire
+
+_TEXT = st.text(alphabet='ab é😀"\\\n', min_size=1, max_size=3)
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A run of text messages and tool calls, up to two open at once (their deltas
+    interleaved), some deltas carrying a member that keeps them from being compacted,
+    and state deltas between them."""
+    events: list[dict[str, Any]] = [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "STATE_SNAPSHOT", "snapshot": {}},
+    ]
+    open_items: list[tuple[str, str]] = []
+    made = 0
+    for _ in range(draw(st.integers(1, 30))):
+        action = draw(
+            st.sampled_from(["open", "delta", "delta", "delta", "delta", "close", "state"])
+        )
+        if action == "open" and len(open_items) < 2:
+            made += 1
+            if draw(st.booleans()):
+                open_items.append(("text", f"m{made}"))
+                events.append(
+                    {"type": "TEXT_MESSAGE_START", "messageId": f"m{made}", "role": "assistant"}
+                )
+            else:
+                open_items.append(("tool", f"c{made}"))
+                events.append(
+                    {"type": "TOOL_CALL_START", "toolCallId": f"c{made}", "toolCallName": "f"}
+                )
+        elif action == "delta" and open_items:
+            kind, item = draw(st.sampled_from(open_items))
+            wire = (
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": item, "delta": draw(_TEXT)}
+                if kind == "text"
+                else {"type": "TOOL_CALL_ARGS", "toolCallId": item, "delta": draw(_TEXT)}
+            )
+            if draw(st.integers(0, 5)) == 0:
+                wire["timestamp"] = 7
+            events.append(wire)
+        elif action == "close" and open_items:
+            kind, item = open_items.pop(draw(st.integers(0, len(open_items) - 1)))
+            events.append(
+                {"type": "TEXT_MESSAGE_END", "messageId": item}
+                if kind == "text"
+                else {"type": "TOOL_CALL_END", "toolCallId": item}
+            )
+        elif action == "state":
+            events.append(
+                {
+                    "type": "STATE_DELTA",
+                    "delta": [{"op": "add", "path": f"/k{len(events)}", "value": 1}],
+                }
+            )
+    for kind, item in open_items:
+        events.append(
+            {"type": "TEXT_MESSAGE_END", "messageId": item}
+            if kind == "text"
+            else {"type": "TOOL_CALL_END", "toolCallId": item}
+        )
+    events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    return events
+
+
+def _fold(*parts: list[dict[str, Any]]) -> str:
+    session = Session()
+    for part in parts:
+        session.feed_all(part)
+    return json.dumps({"messages": [to_wire(m) for m in session.messages], "state": session.state})
+
+
+async def _upto(items: AsyncGenerator[Any, None], last: int, number: Any) -> list[Any]:
+    """The items a follower yields until the one numbered ``last`` (the run may go on)."""
+    taken = []
+    if last > 0:
+        async for item in items:
+            taken.append(item)
+            if number(item) >= last:
+                break
+    await items.aclose()
+    return taken
+
+
+async def _resumed(log: MemoryEventLog, after: int, last: int) -> list[dict[str, Any]]:
+    """What ``follow`` delivers after ``after``, checked numbered without a gap or repeat."""
+    items = await _upto(log.follow("r", str(after)), last - after, lambda i: int(i[0]) - after)
+    ids = [int(event_id) for event_id, _ in items]
+    assert ids == sorted(set(ids)) and all(after < i <= last for i in ids)
+    assert not items or ids[-1] == last
+    return [wire for _, wire in items]
+
+
+@settings(max_examples=40, deadline=None)
+@given(runs(), st.integers(0, 3), st.data())
+def test_a_resume_from_any_id_folds_to_the_uninterrupted_run(
+    events: list[dict[str, Any]], recent: int, data: st.DataObject
+) -> None:
+    """For every cut point, mid-run (deltas compacted behind the newest ``recent``) and
+    after the run ended (compacted whole): the events up to the cut then the resume fold
+    to the whole; and a late joiner's prelude then the rest fold to it too."""
+    middle = data.draw(st.integers(1, len(events) - 1))
+
+    async def scenario() -> None:
+        log = MemoryEventLog(recent_events=recent)
+        assert await log.claim("r")
+        for number, wire in enumerate(events, 1):
+            assert await log.append("r", wire) == str(number)
+            if number == middle:
+                whole = _fold(events[:middle])
+                for after in range(middle + 1):
+                    assert _fold(events[:after], await _resumed(log, after, middle)) == whole
+                start = await prelude(log, "r")
+                if start is not None:
+                    restated, upto = start
+                    rest = await _resumed(log, int(upto), middle)
+                    assert _fold(restated, rest) == whole
+        await log.end("r")
+        whole = _fold(events)
+        for after in range(len(events)):
+            assert _fold(events[:after], await _resumed(log, after, len(events))) == whole
+            frames = await _upto(
+                log.follow_frames("r", str(after)), len(events), lambda b: int(b[0])
+            )
+            parsed = list(iter_frames([b"".join(batch for _, batch in frames)]))
+            assert [int(f.id or 0) for f in parsed] == sorted({int(f.id or 0) for f in parsed})
+            assert _fold(events[:after], [json.loads(f.data) for f in parsed]) == whole
+        start = await prelude(log, "r")
+        if start is not None:
+            restated, upto = start
+            assert _fold(restated, await _resumed(log, int(upto), len(events))) == whole
+
+    asyncio.run(scenario())
+
+
+def test_an_ended_run_keeps_each_message_as_one_content_event() -> None:
+    """A finished message is kept compacted: ``read`` gives one content event for its
+    deltas, under the last delta's id, and a tool call's arguments likewise."""
+
+    async def scenario() -> list[tuple[str, dict[str, Any]]]:
+        log = MemoryEventLog()
+        await log.append("r", {"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
+        await log.append("r", {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"})
+        for n in range(500):
+            await log.append(
+                "r", {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": f"{n} "}
+            )
+        await log.append("r", {"type": "TEXT_MESSAGE_END", "messageId": "m"})
+        await log.append("r", {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"})
+        for part in ('{"a"', ": 1", "}"):
+            await log.append("r", {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": part})
+        await log.append("r", {"type": "TOOL_CALL_END", "toolCallId": "c"})
+        await log.append("r", {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+        await log.end("r")
+        assert log.total_events == 509  # the bounds count events, whatever their form
+        return await log.read("r")
+
+    logged = asyncio.run(scenario())
+    assert [(i, w["type"]) for i, w in logged] == [
+        ("1", "RUN_STARTED"),
+        ("2", "TEXT_MESSAGE_START"),
+        ("502", "TEXT_MESSAGE_CONTENT"),
+        ("503", "TEXT_MESSAGE_END"),
+        ("504", "TOOL_CALL_START"),
+        ("507", "TOOL_CALL_ARGS"),
+        ("508", "TOOL_CALL_END"),
+        ("509", "RUN_FINISHED"),
+    ]
+    assert logged[2][1]["delta"] == "".join(f"{n} " for n in range(500))
+    assert logged[5][1]["delta"] == '{"a": 1}'
+
+
+def test_a_follower_sends_the_logged_frames_several_to_a_write() -> None:
+    """The frames are encoded once, at ``append``, with their ``id:`` lines: a follower
+    takes every frame available in one step, byte for byte the connection-bound encoding."""
+
+    async def scenario() -> list[tuple[str, bytes]]:
+        log = MemoryEventLog()
+        await log.append("r", {"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
+        await log.append("r", {"type": "CUSTOM", "name": "n", "value": "é"})
+        await log.end("r")
+        return [batch async for batch in log.follow_frames("r", "0")]
+
+    assert asyncio.run(scenario()) == [
+        (
+            "2",
+            b'id: 1\ndata: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+            + 'id: 2\ndata: {"type":"CUSTOM","name":"n","value":"é"}\n\n'.encode(),
+        )
+    ]
