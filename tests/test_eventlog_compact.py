@@ -1,7 +1,8 @@
 """
 The memory log keeps a run compact by construction (issue 28, item 4): every event once,
-encoded as its SSE frame, and the content deltas of a message or tool call, once older
-than ``recent_events`` or once the run ended, as their joined text.  What must hold
+encoded as its SSE frame, the content deltas of a message or tool call, once older
+than ``recent_events`` or once the run ended, as their joined text, and a stretch of
+state events after a known state as one ``STATE_SNAPSHOT``.  What must hold
 whatever the run and wherever a reader resumes: what it folds to is what an
 uninterrupted reader folds to, with ids still counting 1..N, never a gap or a duplicate
 (a duplicated or missing delta changes the folded text).
@@ -10,6 +11,7 @@ uninterrupted reader folds to, with ids still counting 1..N, never a gap or a du
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -18,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aguikit import Session
+from aguikit.errors import PatchError
 from aguikit.server.eventlog import MemoryEventLog
 from aguikit.server.prelude import prelude
 from aguikit.transport.sse import iter_frames
@@ -30,16 +33,18 @@ _TEXT = st.text(alphabet='ab é😀"\\\n', min_size=1, max_size=3)
 def runs(draw: st.DrawFn) -> list[dict[str, Any]]:
     """A run of text messages and tool calls, up to two open at once (their deltas
     interleaved), some deltas carrying a member that keeps them from being compacted,
-    and state deltas between them."""
-    events: list[dict[str, Any]] = [
-        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
-        {"type": "STATE_SNAPSHOT", "snapshot": {}},
-    ]
+    and state events between them: mostly deltas after a snapshot (or none), some that
+    do not apply, some carrying a member that keeps them as sent, a snapshot now and then."""
+    events: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    if draw(st.integers(0, 3)):
+        events.append({"type": "STATE_SNAPSHOT", "snapshot": {}})
     open_items: list[tuple[str, str]] = []
     made = 0
-    for _ in range(draw(st.integers(1, 30))):
+    for _ in range(draw(st.integers(1, 40))):
         action = draw(
-            st.sampled_from(["open", "delta", "delta", "delta", "delta", "close", "state"])
+            st.sampled_from(
+                ["open", "delta", "delta", "delta", "close", "state", "state", "state", "odd"]
+            )
         )
         if action == "open" and len(open_items) < 2:
             made += 1
@@ -71,11 +76,31 @@ def runs(draw: st.DrawFn) -> list[dict[str, Any]]:
                 else {"type": "TOOL_CALL_END", "toolCallId": item}
             )
         elif action == "state":
+            # Adds, and replaces of one key: the order of the deltas matters to the state.
+            path = draw(st.sampled_from([f"/k{len(events)}", "/x", "/x"]))
             events.append(
                 {
                     "type": "STATE_DELTA",
-                    "delta": [{"op": "add", "path": f"/k{len(events)}", "value": 1}],
+                    "delta": [{"op": "add", "path": path, "value": len(events)}],
                 }
+            )
+        elif action == "odd":
+            events.append(
+                draw(
+                    st.sampled_from(
+                        [
+                            # does not apply (nothing to remove): readers fail on it too
+                            {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/no"}]},
+                            {"type": "STATE_SNAPSHOT", "snapshot": {"s": len(events)}},
+                            {"type": "STATE_SNAPSHOT", "snapshot": [1], "timestamp": 7},
+                            {
+                                "type": "STATE_DELTA",
+                                "delta": [{"op": "add", "path": "/-", "value": 2}],
+                                "timestamp": 7,
+                            },
+                        ]
+                    )
+                )
             )
     for kind, item in open_items:
         events.append(
@@ -90,7 +115,10 @@ def runs(draw: st.DrawFn) -> list[dict[str, Any]]:
 def _fold(*parts: list[dict[str, Any]]) -> str:
     session = Session()
     for part in parts:
-        session.feed_all(part)
+        for event in part:
+            # A delta that does not apply leaves the state as it was (the log keeps it as sent).
+            with contextlib.suppress(PatchError):
+                session.feed(event)
     return json.dumps({"messages": [to_wire(m) for m in session.messages], "state": session.state})
 
 
@@ -212,3 +240,66 @@ def test_a_follower_sends_the_logged_frames_several_to_a_write() -> None:
             + 'id: 2\ndata: {"type":"CUSTOM","name":"n","value":"é"}\n\n'.encode(),
         )
     ]
+
+
+def test_a_delta_heavy_run_keeps_one_state_snapshot_per_stretch() -> None:
+    """State deltas after a known state are kept as one ``STATE_SNAPSHOT`` under the last
+    one's id, other events kept in order: mid-run behind the recent ones, whole once ended.
+    A delta before any snapshot, one that does not apply and those after it until the next
+    snapshot are kept as sent (no base to fold them on)."""
+
+    def delta(n: int) -> dict[str, Any]:
+        return {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/n", "value": n}]}
+
+    async def scenario() -> tuple[list[tuple[str, str]], list[tuple[str, dict[str, Any]]]]:
+        log = MemoryEventLog(recent_events=8)
+        events: list[dict[str, Any]] = [
+            {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},  # 1
+            delta(0),  # 2: no base
+            {"type": "STATE_SNAPSHOT", "snapshot": {"n": -1}},  # 3
+            *[delta(n) for n in range(1, 101)],  # 4..103
+            {"type": "CUSTOM", "name": "c", "value": 1},  # 104
+            *[delta(n) for n in range(101, 201)],  # 105..204
+            {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/no"}]},  # 205
+            delta(201),  # 206: the base is lost
+            {"type": "STATE_SNAPSHOT", "snapshot": {"m": 1}},  # 207
+            *[delta(n) for n in range(301, 401)],  # 208..307
+            {**delta(401), "timestamp": 7},  # 308: kept as sent, a new stretch after it
+            delta(402),  # 309
+        ]
+        for wire in events[:150]:
+            await log.append("r", wire)
+        running = [(i, w["type"]) for i, w in await log.read("r")]
+        for wire in events[150:]:
+            await log.append("r", wire)
+        await log.append("r", {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})  # 310
+        await log.end("r")
+        assert log.total_events == 310  # the bounds count events, whatever their form
+        return running, await log.read("r")
+
+    running, ended = asyncio.run(scenario())
+    # Mid-run: folded up to a batch boundary behind the 8 recent events, the rest as sent.
+    assert running[:4] == [
+        ("1", "RUN_STARTED"),
+        ("2", "STATE_DELTA"),
+        ("104", "CUSTOM"),
+        (running[3][0], "STATE_SNAPSHOT"),
+    ]
+    assert 150 - 16 <= int(running[3][0]) <= 150 - 8
+    assert running[4:] == [(str(n), "STATE_DELTA") for n in range(int(running[3][0]) + 1, 151)]
+    assert [(i, w["type"]) for i, w in ended] == [
+        ("1", "RUN_STARTED"),
+        ("2", "STATE_DELTA"),
+        ("104", "CUSTOM"),
+        ("204", "STATE_SNAPSHOT"),
+        ("205", "STATE_DELTA"),
+        ("206", "STATE_DELTA"),
+        ("307", "STATE_SNAPSHOT"),
+        ("308", "STATE_DELTA"),
+        ("309", "STATE_SNAPSHOT"),
+        ("310", "RUN_FINISHED"),
+    ]
+    assert ended[3][1] == {"type": "STATE_SNAPSHOT", "snapshot": {"n": 200}}
+    assert ended[6][1] == {"type": "STATE_SNAPSHOT", "snapshot": {"m": 1, "n": 400}}
+    assert ended[7][1] == {**delta(401), "timestamp": 7}
+    assert ended[8][1] == {"type": "STATE_SNAPSHOT", "snapshot": {"m": 1, "n": 402}}

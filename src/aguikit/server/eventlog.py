@@ -42,6 +42,8 @@ it expired; both are answered ``410 Gone`` by the endpoint, never an empty strea
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import enum
 import time
 from array import array
 from collections import deque
@@ -51,8 +53,9 @@ from typing import Any, Final, Protocol, TypeVar
 import attrs
 
 from ..catalogue import render_message
-from ..errors import AguiError
+from ..errors import AguiError, PatchError
 from ..jsonio import loads_object
+from ..patch import UNSET, apply_patch
 from ..transport.sse import encode_bytes
 from .prelude import prelude
 
@@ -314,7 +317,18 @@ class _Deltas:
         }
 
 
-_Entry = bytes | _Deltas | None
+_STATE: Final[Mapping[str, str]] = {"STATE_SNAPSHOT": "snapshot", "STATE_DELTA": "delta"}
+"""The state events a :class:`MemoryEventLog` folds into one ``STATE_SNAPSHOT``, with the
+member carrying the snapshot or the patch."""
+
+
+class _Folded(enum.Enum):
+    """The slot of a state event folded into a later ``STATE_SNAPSHOT``: a reader skips it."""
+
+    STATE = 0
+
+
+_Entry = bytes | _Deltas | _Folded | None
 
 
 @attrs.define
@@ -337,6 +351,16 @@ class _Run:
     """The stretch the next event continues when it is a delta of the same id."""
     pending: deque[_Deltas] = attrs.Factory(deque)
     """Stretches with events still kept as frames, oldest first."""
+    states: deque[int] = attrs.Factory(deque)
+    """The state events not folded yet (:meth:`fold_state`), oldest first."""
+    state: Any = UNSET
+    """The state after the last folded state event; ``UNSET`` while unknown (no
+    ``STATE_SNAPSHOT`` yet, or a delta that did not apply since)."""
+    held: int = 0
+    """The event standing for the folded stretch (a ``STATE_SNAPSHOT`` of ``state`` once
+    :meth:`flush_state` ran); 0 for none."""
+    stale: bool = False
+    """Whether ``held``'s frame is still the delta it was, not the snapshot it stands for."""
 
     @property
     def first(self) -> int:
@@ -353,10 +377,12 @@ class _Run:
 
     def add(self, frame: bytes, wire: Mapping[str, Any]) -> None:
         """Keep ``frame``, the encoded ``wire``, as event ``last + 1``; a delta also joins
-        its stretch."""
+        its stretch, a state event waits to be folded."""
         self.last += 1
         self.slots.append(frame)
         kind = wire.get("type")
+        if kind in _STATE:
+            self.states.append(self.last)
         key = _DELTAS.get(kind) if isinstance(kind, str) else None
         stretch = None
         if key is not None and isinstance(kind, str) and len(wire) == 3:
@@ -388,13 +414,67 @@ class _Run:
                 return
             pending.popleft()
 
+    def fold_state(self, upto: int) -> None:
+        """
+        Fold the state events up to event ``upto`` into one ``STATE_SNAPSHOT`` per stretch,
+        kept at the last one's id (its frame rewritten by :meth:`flush_state`), the others
+        skipped by readers.  A stretch needs a known base, so it starts at a
+        ``STATE_SNAPSHOT`` (the input's state is not in the log); a delta that does not
+        apply to it, or a state event carrying more than its type and value (kept as
+        sent), ends it.
+        """
+        states = self.states
+        base = self.offset + 1
+        while states and states[0] <= upto:
+            number = states.popleft()
+            if number < self.first:  # dropped before it was folded: the base is gone
+                self.state, self.held, self.stale = UNSET, 0, False
+                continue
+            slot = self.slots[number - base]
+            assert isinstance(slot, bytes)
+            wire = _wire(slot)
+            kind = wire["type"]
+            value = wire.get(_STATE[kind], UNSET)
+            plain = len(wire) == 2
+            if not plain:  # a timestamp, a rawEvent: kept as sent, a new stretch after it
+                self.flush_state()
+                self.held = 0
+            state: Any = UNSET
+            if kind == "STATE_SNAPSHOT":
+                state = value
+            elif self.state is not UNSET and isinstance(value, list):
+                # In place (the held frame is rewritten at the next flush); atomic, so a
+                # delta that fails (for readers too) leaves the state as it was.
+                with contextlib.suppress(PatchError, AttributeError, TypeError):
+                    state = apply_patch(self.state, value)
+            if state is UNSET or not plain:
+                self.flush_state()
+                self.state, self.held = state, 0
+                continue
+            if self.held >= self.first:
+                self.slots[self.held - base] = _Folded.STATE
+            self.state, self.held, self.stale = state, number, kind == "STATE_DELTA"
+
+    def flush_state(self) -> None:
+        """Rewrite the frame of the event standing for the folded stretch as the
+        ``STATE_SNAPSHOT`` of the state it reached (once per fold, not per delta)."""
+        if self.stale and self.held >= self.first:
+            snapshot = {"type": "STATE_SNAPSHOT", "snapshot": self.state}
+            self.slots[self.held - self.offset - 1] = _frame(self.held, snapshot)
+        self.stale = False
+
     def entry(self, after: int) -> tuple[int, bytes | dict[str, Any]]:
         """The event after ``after`` (retained): its frame, or the merged content event of
-        the compacted deltas from there; and the number of the last event it stands for."""
+        the compacted deltas from there; and the number of the last event it stands for.
+        Folded state events are skipped: the stretch's snapshot comes later, before the
+        run's newest event."""
         slot = self.slots[after - self.offset]
+        while slot is _Folded.STATE:
+            after += 1
+            slot = self.slots[after - self.offset]
         if isinstance(slot, bytes):
             return after + 1, slot
-        assert slot is not None
+        assert isinstance(slot, _Deltas)
         return slot.compacted, slot.merged(after + 1, slot.compacted)
 
     def one(self, after: int) -> tuple[int, tuple[str, dict[str, Any]]]:
@@ -554,8 +634,13 @@ class MemoryEventLog:
         if run.last - run.first >= self.max_events:
             run.drop_oldest()
             self._total -= 1
+        upto = run.last - self.recent_events
         if run.pending:
-            run.compact(run.last - self.recent_events)
+            run.compact(upto)
+        if run.states and run.states[0] <= upto - self.recent_events:
+            # Folded a batch at a time: the snapshot is encoded once per batch of deltas.
+            run.fold_state(upto)
+            run.flush_state()
         changed, run.changed = run.changed, asyncio.Event()
         changed.set()  # wake every follower; they wait on the new one next
         return str(run.last)
@@ -567,6 +652,8 @@ class MemoryEventLog:
             run.ended = time.monotonic()
             run.open = None
             run.compact(run.last)  # an ended run is kept compacted whole
+            run.fold_state(run.last)
+            run.flush_state()
             self._ended[run_id] = run
             run.changed.set()
 
