@@ -697,3 +697,29 @@ def test_a_run_nobody_follows_waits_for_a_reader_instead_of_filling_the_log() ->
         assert endless.cancelled.wait(20)
     assert waiting < int(last) + 100  # two windows and what was in flight, not 400
     assert resumed > waiting + 50  # the reconnect set it going
+
+
+def test_the_fault_wrapper_passes_follow_frames_through_with_its_faults_per_event() -> None:
+    """Over a log with ``follow_frames`` the wrapper has it too (the endpoint sends the
+    logged frames over a faulty log as over the log), and a ``follow`` fault still fires at
+    the event it names: the batch is cut there, the events before it delivered first.
+    Over a log without it, the wrapper has none (the endpoint then uses ``follow``)."""
+
+    async def scenario() -> tuple[list[str], list[tuple[str, str, int]]]:
+        log = MemoryEventLog()
+        for word in range(6):
+            await log.append("r", {"type": "CUSTOM", "name": "w", "value": word})
+        await log.end("r")
+        faulty = FaultyLog(log).stall("follow", 0.0, after=2).drop_connection(after=4)
+        ids: list[str] = []
+        with pytest.raises(ConnectionError):
+            async for event_id, batch in faulty.follow_frames("r", "0"):
+                frames = list(iter_frames([batch]))
+                assert event_id == frames[-1].id
+                ids.extend(f.id or "" for f in frames)
+        return ids, faulty.fired
+
+    ids, fired = asyncio.run(scenario())
+    assert ["1", "2", "3", "4"] == ids
+    assert [("stall", "follow", 2), ("drop", "follow", 4)] == fired
+    assert not hasattr(FaultyLog(object()), "follow_frames")  # type: ignore[arg-type]

@@ -15,11 +15,11 @@ log and the Redis log, makes it a unit test::
 
 Every fault is planned against one operation of the log (``claim``, ``append``, ``end``,
 ``resumable``, ``read``, ``readers`` (what a run's grace watch looks at: its heartbeat),
-``follow`` (each event a follower delivers)), fires on the ``after``-th call of it
-(0-based, counted over the wrapper's lifetime) and on the ``times - 1`` calls that follow,
-and is recorded in :attr:`FaultyLog.fired`.  What it deliberately does not do: change
-the wrapped log's behaviour in any other way, or fake its data; the faults are the real
-exceptions and waits a failing dependency produces.
+``follow`` (each event a follower delivers, by ``follow_frames`` too)), fires on the
+``after``-th call of it (0-based, counted over the wrapper's lifetime) and on the
+``times - 1`` calls that follow, and is recorded in :attr:`FaultyLog.fired`.  What it
+deliberately does not do: change the wrapped log's behaviour in any other way, or fake its
+data; the faults are the real exceptions and waits a failing dependency produces.
 
 It is a test tool: nothing in :mod:`aguikit.server` uses it.
 """
@@ -79,8 +79,15 @@ class FaultyLog:
         log: The log to wrap: a :class:`~aguikit.server.eventlog.MemoryEventLog`, a
             :class:`~aguikit.server.redis_log.RedisEventLog`, any other.
 
+    The wrapper has ``follow_frames`` exactly when ``log`` has it, so the endpoint takes
+    the same path over the wrapper as over the log; its ``follow`` faults still fire at
+    the event they name, a batch of frames being cut before it.
+
     .. versionadded:: 0.3.0
+    .. versionchanged:: 0.5.0  ``follow_frames`` passed through.
     """
+
+    follow_frames: Callable[[str, str | None], AsyncGenerator[tuple[str, bytes], None]]
 
     def __init__(self, log: EventLog) -> None:
         self.log = log
@@ -91,6 +98,11 @@ class FaultyLog:
         self.lost = 0
         """Cancellations swallowed so far."""
         self._plans: list[_Plan] = []
+        framed = getattr(log, "follow_frames", None)  # not on the protocol: optional
+        if framed is not None:
+            self._framed: Callable[[str, str | None], AsyncGenerator[tuple[str, bytes], None]]
+            self._framed = framed
+            self.follow_frames = self._follow_frames
 
     # -- planning -------------------------------------------------------------------------
 
@@ -156,6 +168,11 @@ class FaultyLog:
             else:
                 raise (plan.error or _connection_error)()
 
+    def _due(self, operation: str) -> bool:
+        """Whether a fault fires at the next call of ``operation``."""
+        call = self.calls[operation]
+        return any(p.operation == operation and p.due(call) for p in self._plans)
+
     async def _swallow(self, times: int) -> None:
         for _ in range(times):
             try:
@@ -215,6 +232,26 @@ class FaultyLog:
             async for item in inner:
                 await self._before("follow")
                 yield item
+
+    async def _follow_frames(
+        self, run_id: str, after: str | None
+    ) -> AsyncGenerator[tuple[str, bytes], None]:
+        """``follow_frames`` of the wrapped log, a ``follow`` call counted per frame: a
+        batch is cut before the frame a fault fires at, so the frames before it are
+        delivered first, as :meth:`follow` delivers the events before it."""
+        async with contextlib.aclosing(self._framed(run_id, after)) as inner:
+            async for event_id, batch in inner:
+                start = position = 0
+                last = event_id
+                while position < len(batch):
+                    if self._due("follow") and position > start:
+                        yield last, batch[start:position]
+                        start = position
+                    await self._before("follow")
+                    # Each frame begins with its id line and ends with an empty line.
+                    last = batch[position + 4 : batch.index(b"\n", position)].decode()
+                    position = batch.index(b"\n\n", position) + 2
+                yield last, batch[start:]
 
 
 def _connection_error() -> BaseException:
