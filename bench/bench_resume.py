@@ -8,10 +8,17 @@ yardstick.  Redis is measured against a real ``redis-server`` started on a free 
 port (``--redis URL`` to use one of your own); the numbers include the round trip, which
 on a real deployment is a network hop rather than loopback.
 
+``--state`` measures instead what the memory log keeps of a delta-heavy state (a
+``STATE_SNAPSHOT`` then mostly ``STATE_DELTA``, some text): the bytes it holds (tracemalloc)
+while the run runs and once it ended, and the append time, against the same run without
+its leading snapshot, whose deltas the log cannot fold (no known state to fold them on) and
+keeps as sent, measured in the same process, the two alternating ``--rounds`` times.
+
 Usage::
 
     python bench/bench_resume.py               # 20 000 events
     python bench/bench_resume.py --events 100000 --redis redis://127.0.0.1:6379/0
+    python bench/bench_resume.py --state --events 20000 --rounds 3
 
 Never asserts; numbers only.
 """
@@ -26,6 +33,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
@@ -45,6 +53,97 @@ def events(count: int) -> list[dict[str, Any]]:
         else:
             out.append({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/n", "value": n}]})
     return out
+
+
+def state_events(count: int, *, snapshot: bool) -> list[dict[str, Any]]:
+    """A delta-heavy state: a board of 50 tasks, nine events in ten a ``STATE_DELTA``
+    (progress, one task's flag, an entry appended to a log of the last ten), one in ten
+    a text delta; with or without the leading ``STATE_SNAPSHOT`` the deltas apply to."""
+    tasks = [{"title": f"task {k}", "done": False} for k in range(50)]
+    out: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    if snapshot:
+        out.append(
+            {"type": "STATE_SNAPSHOT", "snapshot": {"tasks": tasks, "progress": 0, "log": []}}
+        )
+    out.append({"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"})
+    for n in range(count - len(out) - 2):
+        kind = n % 10
+        if kind == 9:
+            out.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": f"word{n} "})
+        elif kind < 4:
+            out.append(
+                {
+                    "type": "STATE_DELTA",
+                    "delta": [{"op": "replace", "path": "/progress", "value": n}],
+                }
+            )
+        elif kind < 7:
+            path = f"/tasks/{n % 50}/done"
+            out.append(
+                {
+                    "type": "STATE_DELTA",
+                    "delta": [{"op": "replace", "path": path, "value": n % 3 == 0}],
+                }
+            )
+        else:
+            ops: list[dict[str, Any]] = [{"op": "add", "path": "/log/-", "value": f"step {n}"}]
+            if n >= 70:  # the log keeps its last ten entries
+                ops.append({"op": "remove", "path": "/log/0"})
+            out.append({"type": "STATE_DELTA", "delta": ops})
+    out.append({"type": "TEXT_MESSAGE_END", "messageId": "m1"})
+    out.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    return out
+
+
+async def kept(batch: list[dict[str, Any]]) -> tuple[int, int, float]:
+    """Bytes a fresh memory log holds for ``batch`` when its last event is logged and once
+    the run ended (tracemalloc), and seconds to append it and end the run (another log,
+    untraced: tracing slows allocation)."""
+    log = MemoryEventLog()
+    start = time.perf_counter()
+    for wire in batch:
+        await log.append("r", wire)
+    await log.end("r")
+    appended = time.perf_counter() - start
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        log = MemoryEventLog()
+        for wire in batch:
+            await log.append("r", wire)
+        running = tracemalloc.get_traced_memory()[0] - before
+        await log.end("r")
+        ended = tracemalloc.get_traced_memory()[0] - before
+        assert len(await log.read("r")) <= len(batch)
+        return running, ended, appended
+    finally:
+        tracemalloc.stop()
+
+
+def main_state(count: int, rounds: int) -> None:
+    with_base = state_events(count, snapshot=True)
+    without = state_events(count, snapshot=False)
+    print(f"{count} events, 9 in 10 a STATE_DELTA; memory log, tracemalloc; A/B alternating")
+    print(f"{'round':>5} {'':28} {'running KiB':>12} {'ended KiB':>10} {'append µs/ev':>13}")
+    ratios: list[tuple[float, float, float]] = []
+    for round_ in range(1, rounds + 1):
+        rows = {}
+        for name, batch in (
+            ("no snapshot (kept as sent)", without),
+            ("snapshot, then deltas", with_base),
+        ):
+            rows[name] = asyncio.run(kept(batch))
+            running, ended, appended = rows[name]
+            print(
+                f"{round_:>5} {name:28} {running / 1024:12.0f} {ended / 1024:10.0f}"
+                f" {appended / len(batch) * 1e6:13.2f}"
+            )
+        a, b = rows["snapshot, then deltas"], rows["no snapshot (kept as sent)"]
+        ratios.append((a[0] / b[0], a[1] / b[1], a[2] / b[2]))
+    for what, k in (("running", 0), ("ended", 1), ("append time", 2)):
+        low, *_, high = values = sorted([r[k] for r in ratios] * 2)
+        median = values[len(values) // 2]
+        print(f"folded / as sent, {what}: {median:.3f} (min {low:.3f}, max {high:.3f})")
 
 
 @contextlib.contextmanager
@@ -91,7 +190,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--redis", help="a Redis URL (default: start a redis-server)")
+    parser.add_argument("--state", action="store_true", help="a delta-heavy state's memory")
+    parser.add_argument("--rounds", type=int, default=3, help="with --state: A/B rounds")
     args = parser.parse_args()
+    if args.state:
+        main_state(args.events, args.rounds)
+        return
     batch = events(args.events)
     n = len(batch)
 
