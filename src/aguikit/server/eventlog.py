@@ -33,7 +33,8 @@ Two logs share one interface (:class:`EventLog`):
 Ids are decimal integers counting a run's events from 1, the same in both logs, so a
 client treats them as opaque strings and a server can switch logs without changing what
 a client sees.  A log takes and gives wire dicts; the memory log keeps each event as its
-SSE frame, encoded once, and compacts content deltas (:class:`MemoryEventLog`).
+SSE frame, encoded once, and compacts content deltas and state deltas
+(:class:`MemoryEventLog`).
 
 What it deliberately does not do: replay a run that was never logged, or keep a run after
 it expired; both are answered ``410 Gone`` by the endpoint, never an empty stream.
@@ -253,7 +254,8 @@ they append to: consecutive ones for the same id add up to one with the deltas j
 
 DEFAULT_RECENT_EVENTS: Final = 64
 """Events a :class:`MemoryEventLog` keeps as sent (one encoded frame each) behind a run's
-newest; older content deltas are kept compacted.  The starting connection, paced at most
+newest; older content deltas are kept compacted, older state events folded into a snapshot
+(a batch of about this many at a time).  The starting connection, paced at most
 ``queue_size`` (64 by default) events behind, so gets every delta as sent: a compacted
 stretch of one delta is that very event."""
 
@@ -518,16 +520,22 @@ class MemoryEventLog:
     once ``recent_events`` behind the newest event, and all of them once the run ended: a
     finished message costs one content event, and a reader resuming inside such a stretch
     gets the rest of it as one event under its last delta's id (the same fold, no gap, no
-    duplicate).  The bounds count events, compacted or not.
+    duplicate).  Likewise, a stretch of state events after a ``STATE_SNAPSHOT`` of the run is
+    kept as one ``STATE_SNAPSHOT`` of the state it reached (the deltas applied with
+    :func:`aguikit.patch.apply_patch`), under the id of its last event, the events between
+    them kept in place: a resume before or inside it folds to the same final state.  Deltas
+    before the run's first snapshot (the log does not know the request's state), one that
+    does not apply and those after it, and state events carrying more than their value, are
+    kept as sent.  The bounds count events, compacted or not.
 
     Args:
         ttl: Seconds a run is kept after it ended.
         max_events: Events kept per run.
         max_total_events: Events kept over all runs.
-        recent_events: Content deltas kept as sent behind a run's newest event.
+        recent_events: Content and state deltas kept as sent behind a run's newest event.
 
-    .. versionchanged:: 0.5.0  Events kept encoded, content deltas compacted;
-       ``recent_events``.
+    .. versionchanged:: 0.5.0  Events kept encoded, content deltas compacted, state
+       deltas folded into snapshots; ``recent_events``.
     .. versionchanged:: 0.3.0  ``ttl`` counts from the run's end, not its last event;
        ``max_total_events``.
     """
