@@ -662,6 +662,7 @@ class MemoryEventLog:
             run.compact(run.last)  # an ended run is kept compacted whole
             run.fold_state(run.last)
             run.flush_state()
+            run.state = UNSET  # nothing more to fold: the snapshot's frame is what is kept
             self._ended[run_id] = run
             run.changed.set()
 
