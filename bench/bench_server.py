@@ -500,7 +500,11 @@ def _load(
     queue = os.environ.get("AGUIKIT_BENCH_QUEUE", "64")
     log = os.environ.get("AGUIKIT_BENCH_LOG", "none")
     if len(ordered) != streams:
-        raise SystemExit("some streams were incomplete or reordered")
+        short = sorted({r["count"] for r in results if r["count"] != events})
+        raise SystemExit(
+            f"{log}: {streams - len(complete)} streams incomplete (delivered: {short[:5]}), "
+            f"{len(complete) - len(ordered)} reordered"
+        )
     figures["throughput"] = total / elapsed
     figures["rss_per_stream"] = (peak - idle) / streams
     if url and redis_before and redis_after:

@@ -475,3 +475,28 @@ def test_a_write_whose_answer_never_comes_fails_the_run_within_the_lease(redis_u
         ("2", "TEXT_MESSAGE_CONTENT", None),
         ("3", "RUN_ERROR", "AGUI-E022"),
     ]
+
+
+def test_a_log_from_a_url_serves_more_followers_than_redis_pys_default_pool(
+    redis_url: str,
+) -> None:
+    """Each follower holds a pooled connection for its blocking read, and redis-py 8's
+    default pool has 100: the bench's 40 and 100 concurrent streams lost runs to it
+    (``MaxConnectionsError`` at the writes).  ``from_url`` sizes its pool for
+    ``MAX_CONNECTIONS``: 120 followers of one run each get every event and the end."""
+
+    async def scenario() -> list[list[Any]]:
+        log = RedisEventLog.from_url(redis_url, prefix="p:")
+        assert await log.claim("r")
+        await log.append("r", STARTED)
+        following = [asyncio.create_task(_follow(log, "r")) for _ in range(120)]
+        await asyncio.sleep(0.3)  # every follower in its blocking read
+        for n in range(3):
+            await log.append("r", _text(n))
+        await log.end("r")
+        seen = await asyncio.wait_for(asyncio.gather(*following), 20)
+        await close_client(log.redis)
+        return seen
+
+    for seen in asyncio.run(scenario()):
+        assert [i for i, _ in seen] == ["1", "2", "3", "4"]

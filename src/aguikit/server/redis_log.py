@@ -87,7 +87,8 @@ from typing import Any, Final, TypeVar  # redis-py's stream replies are loosely 
 
 import attrs
 from redis.asyncio import Redis
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import MaxConnectionsError, NoScriptError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..jsonio import dumps_wire, loads_object
@@ -113,6 +114,9 @@ _CLAIM: Final = b"claim"
 _BLOCK_MS: Final = 2000
 """The longest one blocking read waits before looking at the key and the producer's lease
 (shortened to half the client's socket timeout, so redis-py never times a silence out)."""
+MAX_CONNECTIONS: Final = 10_000
+"""The pool size :meth:`RedisEventLog.from_url` gives its client (Redis's own default
+``maxclients``): one connection per concurrent follower, plus the writes and heartbeats."""
 DEFAULT_READER_TTL: Final = 15.0
 """Seconds a reader counts after its last heartbeat (it beats every third of that)."""
 DEFAULT_PRODUCER_TTL: Final = 10.0
@@ -268,6 +272,12 @@ def _settle(entry: _Entry, outcome: int | EventLogError) -> None:
         entry.done.set_result(outcome)
 
 
+def _no_connection(exc: RedisConnectionError) -> bool:
+    """Whether redis-py refused to send for want of a free pooled connection (redis-py
+    8 raises ``MaxConnectionsError``; 5.0 a plain ``ConnectionError`` saying so)."""
+    return isinstance(exc, MaxConnectionsError) or str(exc) == "Too many connections"
+
+
 def _failure(answer: Any) -> str | None:
     """What went wrong with one call of the append script, ``None`` if nothing did."""
     if isinstance(answer, BaseException):
@@ -411,8 +421,11 @@ class RedisEventLog:
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisEventLog:
-        """A log over a new client for ``url`` (``redis://host:port/db``)."""
-        return cls(Redis.from_url(url), **options)
+        """A log over a new client for ``url`` (``redis://host:port/db``), its pool sized
+        for :data:`MAX_CONNECTIONS` connections: each follower holds one for its blocking
+        read, and redis-py 8's default pool (100) would refuse the worker's writes and
+        reads past about 90 concurrent followers."""
+        return cls(Redis.from_url(url, max_connections=MAX_CONNECTIONS), **options)
 
     def _key(self, run_id: str) -> str:
         return self.prefix + run_id
@@ -619,10 +632,20 @@ class RedisEventLog:
         when the round trip did, or got no answer within ``producer_ttl``)."""
 
         async def execute() -> list[Any]:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for args in calls:
-                    pipe.evalsha(self._append.sha, 3, *args)
-                return list(await pipe.execute(raise_on_error=False))
+            pause = 0.005
+            while True:
+                try:
+                    async with self.redis.pipeline(transaction=False) as pipe:
+                        for args in calls:
+                            pipe.evalsha(self._append.sha, 3, *args)
+                        return list(await pipe.execute(raise_on_error=False))
+                except RedisConnectionError as exc:
+                    if not _no_connection(exc):
+                        raise
+                # Every pooled connection is taken (followers blocked in XREAD): nothing
+                # was sent, so the batch waits for one (up to producer_ttl, see below).
+                await asyncio.sleep(pause)
+                pause = min(2 * pause, 0.1)
 
         sending = asyncio.ensure_future(execute())
         try:
