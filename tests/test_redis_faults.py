@@ -500,3 +500,68 @@ def test_a_log_from_a_url_serves_more_followers_than_redis_pys_default_pool(
 
     for seen in asyncio.run(scenario()):
         assert [i for i, _ in seen] == ["1", "2", "3", "4"]
+
+
+def test_a_follower_on_the_producing_worker_is_handed_the_events_without_reading_redis(
+    redis_url: str,
+) -> None:
+    """A follower on the worker that writes its run (the starting connection, always) is
+    handed each batch by the writer task once Redis acknowledged it: 300 events reach it
+    whole and in order with a handful of XREADs (one per event before), and a follower
+    joining late catches up from Redis first."""
+
+    async def xreads(client: Redis) -> int:
+        stats = await client.info("commandstats")
+        return int(stats.get("cmdstat_xread", {}).get("calls", 0))
+
+    async def scenario() -> tuple[int, list[Any], list[Any]]:
+        direct = Redis.from_url(redis_url)
+        log = RedisEventLog.from_url(redis_url, prefix="t:")
+        assert await log.claim("r")
+        await log.append("r", STARTED)
+        before = await xreads(direct)
+        first = asyncio.create_task(_follow(log, "r"))
+        for n in range(300):
+            await log.append("r", _text(n))
+            if n == 150:
+                late = asyncio.create_task(_follow(log, "r", "100"))
+        await log.end("r")
+        seen = await asyncio.wait_for(asyncio.gather(first, late), 10)
+        spent = await xreads(direct) - before
+        await close_client(log.redis)
+        await close_client(direct)
+        return spent, seen[0], seen[1]
+
+    spent, first, late = asyncio.run(scenario())
+    assert [i for i, _ in first] == [str(n) for n in range(1, 302)]
+    assert [w.get("delta") for _, w in first[1:]] == [f"w{n}" for n in range(300)]
+    assert [i for i, _ in late] == [str(n) for n in range(101, 302)]
+    assert spent <= 6
+
+
+def test_a_tapped_follower_gets_the_failed_runs_end_from_redis(redis_url: str) -> None:
+    """A write of the run fails under a follower on the producing worker (the stream
+    vanished): the follower is sent back to Redis and gets RUN_ERROR AGUI-E022 right after
+    the last event it was handed, never a silence or a hole."""
+
+    async def scenario() -> list[Any]:
+        log = RedisEventLog.from_url(redis_url, prefix="f:")
+        assert await log.claim("r")
+        await log.append("r", STARTED)
+        following = asyncio.create_task(_follow(log, "r"))
+        await log.append("r", _text(1))
+        await asyncio.sleep(0.1)  # handed over
+        await log.redis.delete("f:r")
+        with pytest.raises(EventLogError):
+            await log.append("r", _text(2))
+        await log.end("r")
+        seen = await asyncio.wait_for(following, 10)
+        await close_client(log.redis)
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert [(i, w["type"], w.get("code")) for i, w in seen] == [
+        ("1", "RUN_STARTED", None),
+        ("2", "TEXT_MESSAGE_CONTENT", None),
+        ("3", "RUN_ERROR", "AGUI-E022"),
+    ]

@@ -42,7 +42,11 @@ delays a write: an event waits for at most the batch in flight and its own (two 
 trips, each bounded by ``producer_ttl``), and under many concurrent runs on a worker a
 logged event costs a fraction of a round trip.  The script appends a run's entries only
 right after the run's last entry (otherwise the batch fails, see below), and a batch
-Redis already holds whole is acknowledged rather than written twice.
+Redis already holds whole is acknowledged rather than written twice.  A follower on the
+worker writing its run (the connection that started it, always) reads what Redis holds
+once, then is handed each batch by the writer task as Redis acknowledges it, without an
+``XREAD`` per event; once a write of the run failed, it reads Redis again (the run's end
+is then the log's script's, below).
 
 The producer holds a lease (``<lease_prefix><runId>``, a random token with an expiry):
 the claim takes it, and the worker writing the run renews it every ``producer_ttl / 3``
@@ -262,6 +266,17 @@ class _Entry:
     done: asyncio.Future[int]
 
 
+@attrs.define(eq=False)
+class _Tap:
+    """A follower of a run this worker writes: the writer task hands it each batch of
+    the run's entries once Redis acknowledged them, so it reads them without a round
+    trip; ``stale`` once the run's end is no longer the writer task's (a failure)."""
+
+    entries: list[tuple[bytes, dict[bytes, bytes | str]]] = attrs.Factory(list)
+    ready: asyncio.Event = attrs.Factory(asyncio.Event)
+    stale: bool = False
+
+
 def _settle(entry: _Entry, outcome: int | EventLogError) -> None:
     """Tell an entry's writer how its write went (unless it stopped waiting)."""
     if entry.done.done():
@@ -336,7 +351,10 @@ class RedisEventLog:
     Args:
         redis: A ``redis.asyncio.Redis`` client (its connection pool is shared by every
             run this worker writes or follows).  Its ``socket_timeout`` (if any) bounds
-            each blocking read to half of it.
+            each blocking read to half of it.  Each follower holds one of its pooled
+            connections during a blocking read, so the pool needs one per concurrent
+            follower on the worker, plus a few (redis-py 8's default pool has 100;
+            :meth:`from_url` sizes it for :data:`MAX_CONNECTIONS`).
         ttl: Seconds a run's stream is kept after its last event (or its producer's last
             lease renewal).
         max_events: Events kept per run (approximately: ``MAXLEN ~``).
@@ -352,7 +370,9 @@ class RedisEventLog:
         producer_ttl: Seconds a producer's lease lasts after its last renewal: a run
             whose worker died gets its ``RUN_ERROR`` (``AGUI-E021``) at most this plus
             one blocking read (2 s) later, as soon as someone follows it.  Longer rides
-            out longer Redis stalls; shorter tells followers sooner.
+            out longer Redis stalls; shorter tells followers sooner.  It also bounds
+            how long a batch of writes waits for its answer (or for a free pooled
+            connection) before its runs fail.
     """
 
     def __init__(
@@ -412,6 +432,8 @@ class RedisEventLog:
         self._flusher: asyncio.Future[None] | None = None
         """The writer task sending the queued entries (none while nothing is queued)."""
         self._append = redis.register_script(_APPEND_SCRIPT)
+        self._taps: dict[str, set[_Tap]] = {}
+        """The followers on this worker of each run it writes."""
         self._claim = redis.register_script(_CLAIM_SCRIPT)
         self._beat = redis.register_script(_BEAT_SCRIPT)
         self._count = redis.register_script(_COUNT_SCRIPT)
@@ -616,6 +638,7 @@ class RedisEventLog:
             why = _failure(answer)
             if why is not None:
                 self._failed.add(run_id)
+                self._untap(run_id)
                 for entry in entries:
                     _settle(entry, EventLogError(run_id, f"event {entry.seq} {why}"))
                 continue
@@ -623,6 +646,9 @@ class RedisEventLog:
             token = self._tokens.get(run_id)
             if hold and token is not None and run_id not in self._leases:
                 self._leases[run_id] = asyncio.ensure_future(self._hold_lease(run_id, token))
+            for tap in self._taps.get(run_id, ()):
+                tap.entries.extend((f"{e.seq}-0".encode(), e.fields) for e in entries)
+                tap.ready.set()
             for entry in entries:
                 _settle(entry, entry.seq)
 
@@ -681,8 +707,16 @@ class RedisEventLog:
             return
         seq = self._done.get(run_id, 0) + 1
         self._forget_writes(run_id)
+        self._untap(run_id)  # the end is the script's below: its followers read Redis
         LOGGER.error("run %r: ended with RUN_ERROR %s: an event was not logged", run_id, LOG_FAILED)
         await self._end_with_error(run_id, "failed", LOG_FAILED, seq)
+
+    def _untap(self, run_id: str) -> None:
+        """Send the run's tapped followers back to Redis (what comes next is not the
+        writer task's to hand over)."""
+        for tap in self._taps.get(run_id, ()):
+            tap.stale = True
+            tap.ready.set()
 
     def _forget_writes(self, run_id: str) -> None:
         self._next.pop(run_id, None)
@@ -754,6 +788,39 @@ class RedisEventLog:
         found = await self._retried(run_id, "follow the run", read)
         return found[0][1] if found else []
 
+    def _drop_tap(self, run_id: str, tap: _Tap) -> None:
+        taps = self._taps.get(run_id, set())
+        taps.discard(tap)
+        if not taps:
+            self._taps.pop(run_id, None)
+
+    async def _read_after(self, run_id: str, cursor: str) -> Any:
+        """The entries Redis holds after ``cursor`` (up to 512), without waiting."""
+        key = self._key(run_id)
+
+        async def read() -> Any:
+            return await self.redis.xread({key: cursor}, count=512)
+
+        found = await self._retried(run_id, "follow the run", read)
+        return found[0][1] if found else []
+
+    async def _tapped(self, tap: _Tap, position: int) -> Any:
+        """The entries the writer task handed ``tap`` after ``position`` (``[]`` after a
+        blocking read's silence); ``None`` when Redis must be read instead: the tap went
+        stale, or what it holds does not follow ``position`` (a first read cut at 512)."""
+        if not tap.entries and not tap.stale:
+            tap.ready.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.block_ms / 1000):
+                    await tap.ready.wait()
+        if tap.stale:
+            return None
+        taken, tap.entries = tap.entries, []
+        taken = [(stream_id, fields) for stream_id, fields in taken if _seq(stream_id) > position]
+        if taken and _seq(taken[0][0]) != position + 1:
+            return None
+        return taken
+
     async def follow(
         self, run_id: str, after: str | None
     ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
@@ -764,11 +831,34 @@ class RedisEventLog:
         cursor = f"{position}-0"
         readers, token = self.readers_prefix + run_id, secrets.token_hex(8)
         heartbeat: asyncio.Task[None] | None = None
+        tap: _Tap | None = None
         try:
             marked = await self._marked(readers, token, refresh=False)
             heartbeat = asyncio.create_task(self._heartbeat(readers, token, marked))
             while True:
-                entries = await self._next_entries(run_id, cursor)
+                if tap is not None and tap.stale:  # the run failed: its end is in Redis
+                    self._drop_tap(run_id, tap)
+                    tap = None
+                if tap is None and run_id in self._next and run_id not in self._failed:
+                    # Written here: from now on the writer task hands the entries over
+                    # (after one read of what Redis holds beyond the cursor).
+                    tap = _Tap()
+                    self._taps.setdefault(run_id, set()).add(tap)
+                    entries = await self._read_after(run_id, cursor)
+                    if not entries:
+                        continue
+                elif tap is not None:
+                    tapped = await self._tapped(tap, position)
+                    if tapped is None and tap.stale:
+                        continue
+                    if tapped is None:  # a gap: the first read stopped at 512 entries
+                        entries = await self._read_after(run_id, cursor)
+                    elif not tapped:
+                        continue  # a silence of a producer on this worker: still there
+                    else:
+                        entries = tapped
+                else:
+                    entries = await self._next_entries(run_id, cursor)
                 if not entries:
                     # A silence: the run may be gone, or its producer dead.
                     try:
@@ -795,6 +885,8 @@ class RedisEventLog:
                     if _EVENT in fields:  # not the claim entry
                         yield str(position), loads_object(fields[_EVENT], source=key)
         finally:
+            if tap is not None:
+                self._drop_tap(run_id, tap)
             if heartbeat is not None:
                 heartbeat.cancel()
             # Shielded, and held until done: a reader is often closed by a cancellation
