@@ -853,9 +853,7 @@ class RedisEventLog:
                         continue
                     if tapped is None:  # a gap: the first read stopped at 512 entries
                         entries = await self._read_after(run_id, cursor)
-                    elif not tapped:
-                        continue  # a silence of a producer on this worker: still there
-                    else:
+                    else:  # [] after a silence: looked into below, as a read's
                         entries = tapped
                 else:
                     entries = await self._next_entries(run_id, cursor)
@@ -874,6 +872,8 @@ class RedisEventLog:
                             run_id,
                             PRODUCER_LOST,
                         )
+                        if tap is not None:  # (its renewals here stopped): the end is Redis's
+                            tap.stale = True
                     continue
                 for stream_id, fields in entries:
                     if _seq(stream_id) > position + 1:
