@@ -16,12 +16,23 @@ The producer side under load, and its per-event cost next to the official SDK's 
    measures a resumable one (``event_log=MemoryEventLog()``: numbered frames, kept
    ``ttl`` after the run, so the peak includes every run's log), and ``--log sdk`` the
    official SDK's path (a Starlette ``StreamingResponse`` of ``EventEncoder`` output).
+   ``--log redis`` measures the Redis log (``RedisEventLog`` on a ``redis-server``
+   the bench starts on a free loopback port): also reported are Redis's memory per
+   logged stream (``used_memory``), the requests Redis read per event delivered
+   (``total_reads_processed``: the producer's batches, the followers' reads, the
+   heartbeats, all of them; an upper bound on the write round trips), and every
+   stream is read back from Redis and checked complete and in order.
 3. *Side by side* (after 2., or alone with ``--side-by-side``): the load of 2. with
    ``--side-streams`` streams, once for each server in one run
    (the SDK's path, the default endpoint, the resumable one), ``--rounds`` times in turn;
    reported: the server process's CPU time (user + system) per event delivered, the
    best round of each, and each endpoint's ratio to the SDK's path.  Issue 10's target,
    held for the default endpoint in the pure build: at most 2x.
+
+4. *Logged rows* (``--logged-rows``): issue 28's table, the load of 2. against the
+   unlogged endpoint, the memory log and the Redis log, interleaved ``--rounds`` times
+   in one run: throughput, peak RSS per stream (and Redis's memory per stream), the
+   ratios logged / unlogged, and Redis requests per event.
 
 It prints numbers and asserts nothing but completeness: timings depend on the machine.
 
@@ -30,12 +41,14 @@ Usage::
     python bench/bench_server.py [--streams 500] [--events 1000] [--clients 4] [--log memory]
     python bench/bench_server.py --overhead-only
     python bench/bench_server.py --side-by-side [--side-streams 100] [--rounds 3]
+    python bench/bench_server.py --logged-rows [--side-streams 100] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
@@ -44,7 +57,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +113,17 @@ def sdk_app() -> Any:
     return Starlette(routes=[Route("/agent", endpoint, methods=["POST"])])
 
 
+def _event_log(name: str) -> Any:
+    """The event log the bench's server writes to, by ``AGUIKIT_BENCH_LOG``."""
+    if name == "memory":
+        return MemoryEventLog()
+    if name == "redis":
+        from aguikit.server.redis_log import RedisEventLog
+
+        return RedisEventLog.from_url(os.environ["AGUIKIT_BENCH_REDIS"])
+    return None
+
+
 _LOG = os.environ.get("AGUIKIT_BENCH_LOG", "none")
 app = (
     sdk_app()
@@ -108,7 +132,7 @@ app = (
         numbered,
         path="/agent",
         queue_size=int(os.environ.get("AGUIKIT_BENCH_QUEUE", "64")),
-        event_log=MemoryEventLog() if _LOG == "memory" else None,
+        event_log=_event_log(_LOG),
     )
 )
 
@@ -335,9 +359,82 @@ def _client_process(args: tuple[int, list[int], int]) -> list[dict[str, Any]]:
     return asyncio.run(main())
 
 
-def load(streams: int, events: int, clients: int, *, quiet: bool = False) -> float:
+@contextlib.contextmanager
+def _redis_for(log: str) -> Iterator[str | None]:
+    """A fresh ``redis-server`` (its URL in ``AGUIKIT_BENCH_REDIS``) when the load's log
+    is Redis's; ``None`` otherwise."""
+    if log != "redis":
+        yield None
+        return
+    sys.path.insert(0, str(HERE.parent))
+    from tests.redis_server import redis_server
+
+    with redis_server() as url:
+        os.environ["AGUIKIT_BENCH_REDIS"] = url
+        yield url
+
+
+def _redis_figures(client: Any) -> dict[str, int]:
+    """Redis's memory in use, the requests it has read so far, and its XREAD calls (three
+    requests of ``client``'s, connected before the load: its handshake is not counted)."""
+    memory = client.info("memory")["used_memory"]
+    reads = client.info("stats")["total_reads_processed"]
+    xread = client.info("commandstats").get("cmdstat_xread", {}).get("calls", 0)
+    return {"memory": memory, "reads": reads, "xread": xread}
+
+
+def _redis_complete(url: str, streams: int, events: int) -> int:
+    """How many of the runs' streams Redis holds complete and in order: the claim, the
+    events numbered 1 to ``events`` (RUN_STARTED first, the deltas in order, RUN_FINISHED
+    last), then the end entry; a stream with anything else is counted out."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    whole = 0
+    try:
+        for index in range(streams):
+            entries = client.xrange(f"aguikit:run:r{index}")
+            ids = [entry_id.decode() for entry_id, _ in entries]
+            expected = ["0-1", *[f"{n}-0" for n in range(1, events + 2)]]
+            if ids != expected or b"end" not in entries[-1][1]:
+                continue
+            wires = [json.loads(fields[b"e"]) for _, fields in entries[1:-1]]
+            deltas = [w["delta"] for w in wires if w["type"] == "TEXT_MESSAGE_CONTENT"]
+            if (
+                wires[0]["type"] == "RUN_STARTED"
+                and wires[-1]["type"] == "RUN_FINISHED"
+                and deltas == [f"{n} " for n in range(events - 4)]
+            ):
+                whole += 1
+    finally:
+        client.close()
+    return whole
+
+
+def load(
+    streams: int,
+    events: int,
+    clients: int,
+    *,
+    quiet: bool = False,
+    figures: dict[str, float] | None = None,
+) -> float:
     """Run the load against a fresh server; print what it measured (unless ``quiet``)
-    and return the server's CPU seconds per event delivered."""
+    and return the server's CPU seconds per event delivered (``figures``, if given, gets
+    the throughput, the peak RSS per stream and, on Redis, its figures per stream)."""
+    log = os.environ.get("AGUIKIT_BENCH_LOG", "none")
+    with _redis_for(log) as url:
+        return _load(streams, events, clients, quiet, figures if figures is not None else {}, url)
+
+
+def _load(
+    streams: int,
+    events: int,
+    clients: int,
+    quiet: bool,
+    figures: dict[str, float],
+    url: str | None,
+) -> float:
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *sys.path])}
     server = subprocess.Popen(
@@ -371,6 +468,13 @@ def load(streams: int, events: int, clients: int, *, quiet: bool = False) -> flo
                 time.sleep(0.1)
         idle = _status(server.pid, "VmRSS")
         cpu_before = _cpu(server.pid)
+        watcher = None
+        if url:
+            import redis
+
+            watcher = redis.Redis.from_url(url)
+            watcher.ping()  # connected now: its handshake is before the count
+        redis_before = _redis_figures(watcher) if watcher else None
         shares = [list(range(i, streams, clients)) for i in range(clients)]
         with multiprocessing.get_context("spawn").Pool(clients) as pool:
             results = [
@@ -382,7 +486,10 @@ def load(streams: int, events: int, clients: int, *, quiet: bool = False) -> flo
         elapsed = max(r["ended_at"] for r in results) - min(r["started_at"] for r in results)
         peak = _status(server.pid, "VmHWM")
         cpu = _cpu(server.pid) - cpu_before
+        redis_after = _redis_figures(watcher) if watcher else None
     finally:
+        if watcher is not None:
+            watcher.close()
         server.terminate()
         server.wait(timeout=30)
 
@@ -393,7 +500,21 @@ def load(streams: int, events: int, clients: int, *, quiet: bool = False) -> flo
     queue = os.environ.get("AGUIKIT_BENCH_QUEUE", "64")
     log = os.environ.get("AGUIKIT_BENCH_LOG", "none")
     if len(ordered) != streams:
-        raise SystemExit("some streams were incomplete or reordered")
+        short = sorted({r["count"] for r in results if r["count"] != events})
+        raise SystemExit(
+            f"{log}: {streams - len(complete)} streams incomplete (delivered: {short[:5]}), "
+            f"{len(complete) - len(ordered)} reordered"
+        )
+    figures["throughput"] = total / elapsed
+    figures["rss_per_stream"] = (peak - idle) / streams
+    if url and redis_before and redis_after:
+        stored = _redis_complete(url, streams, events)
+        if stored != streams:
+            raise SystemExit(f"Redis holds {stored} of {streams} streams complete and in order")
+        figures["redis_per_stream"] = (redis_after["memory"] - redis_before["memory"]) / streams
+        # Less the watcher's own: the commandstats before, the memory and stats after.
+        figures["requests_per_event"] = (redis_after["reads"] - redis_before["reads"] - 3) / total
+        figures["xreads_per_event"] = (redis_after["xread"] - redis_before["xread"]) / total
     if quiet:
         return cpu / total
     print(
@@ -413,6 +534,13 @@ def load(streams: int, events: int, clients: int, *, quiet: bool = False) -> flo
         f"{(peak - idle) / streams / 1024:.1f} KiB per concurrent stream"
     )
     print(f"  server CPU                 {cpu:.2f} s, {cpu / total * 1e6:.2f} µs per event")
+    if "redis_per_stream" in figures:
+        print(f"  Redis streams              {streams}/{streams} read back complete and in order")
+        print(
+            f"  Redis memory               {figures['redis_per_stream'] / 1024:.1f} KiB per stream"
+        )
+        asked, followed = figures["requests_per_event"], figures["xreads_per_event"]
+        print(f"  Redis requests per event   {asked:.3f} (the followers' XREAD: {followed:.3f})")
     return cpu / total
 
 
@@ -443,6 +571,48 @@ def side_by_side(streams: int, events: int, clients: int, rounds: int) -> None:
     print(f"  target: the default endpoint <= 2x the SDK's path: {ratio:.2f}x")
 
 
+LOGGED = {
+    "none": "unlogged (the default endpoint)",
+    "memory": "MemoryEventLog",
+    "redis": "RedisEventLog",
+}
+
+
+def logged_rows(streams: int, events: int, clients: int, rounds: int) -> None:
+    """Issue 28's table: the load against each server of :data:`LOGGED` in turn,
+    ``rounds`` times; each one's best throughput and median memory per stream, and the
+    logged ones' ratios to the unlogged endpoint of the same run."""
+    seen: dict[str, list[dict[str, float]]] = {name: [] for name in LOGGED}
+    for _ in range(rounds):
+        for name in LOGGED:
+            os.environ["AGUIKIT_BENCH_LOG"] = name
+            figures: dict[str, float] = {}
+            load(streams, events, clients, quiet=True, figures=figures)
+            seen[name].append(figures)
+    print(
+        f"Logged rows: {streams} concurrent streams x {events} events, one uvicorn worker, "
+        f"{rounds} interleaved rounds (throughput: best; memory: median)"
+    )
+    base = max(f["throughput"] for f in seen["none"])
+    base_rss = statistics.median(f["rss_per_stream"] for f in seen["none"])
+    for name, what in LOGGED.items():
+        best = max(f["throughput"] for f in seen[name])
+        rss = statistics.median(f["rss_per_stream"] for f in seen[name])
+        line = (
+            f"  {what:<34} {best:9,.0f} events/s ({best / base:.2f}x)  "
+            f"worker {rss / 1024:6.1f} KiB/stream ({rss / base_rss:.2f}x)"
+        )
+        if name == "redis":
+            kept = statistics.median(f["redis_per_stream"] for f in seen[name])
+            asked = statistics.median(f["requests_per_event"] for f in seen[name])
+            read = statistics.median(f["xreads_per_event"] for f in seen[name])
+            line += (
+                f"  + Redis {kept / 1024:.1f} KiB/stream, {asked:.3f} requests/event "
+                f"({read:.3f} of them the followers' XREAD)"
+            )
+        print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--streams", type=int, default=500)
@@ -456,12 +626,13 @@ def main() -> None:
     parser.add_argument("--queue-size", type=int, default=64, help="agui_endpoint queue_size")
     parser.add_argument(
         "--log",
-        choices=list(SERVERS),
+        choices=[*SERVERS, "redis"],
         default="none",
         help="the server: none (the default endpoint, connection-bound), memory (resumable), "
-        "sdk (the official SDK's path)",
+        "sdk (the official SDK's path), redis (resumable, on a redis-server it starts)",
     )
     parser.add_argument("--side-by-side", action="store_true", help="3. alone")
+    parser.add_argument("--logged-rows", action="store_true", help="4. alone")
     parser.add_argument("--side-streams", type=int, default=100, help="side-by-side streams")
     parser.add_argument("--rounds", type=int, default=3, help="side-by-side rounds")
     parser.add_argument("--overhead-events", type=int, default=10_000)
@@ -469,6 +640,9 @@ def main() -> None:
     parser.add_argument("--overhead-only", action="store_true")
     options = parser.parse_args()
     os.environ["AGUIKIT_BENCH_QUEUE"] = str(options.queue_size)
+    if options.logged_rows:
+        logged_rows(options.side_streams, options.events, options.clients, options.rounds)
+        return
     if not options.side_by_side:
         overhead(options.overhead_events, options.repeats)
     if not (options.overhead_only or options.side_by_side):

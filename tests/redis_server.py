@@ -9,6 +9,7 @@ tests skip with that reason, except where ``AGUIKIT_REQUIRE_REDIS`` is set (CI s
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -81,3 +82,71 @@ async def close_client(client: Any) -> None:
     came in 5.0.1, and the oldest (5.0.0) has only ``close``."""
     closing = getattr(client, "aclose", None) or client.close
     await closing()
+
+
+class WithholdingProxy:
+    """
+    A loopback TCP proxy between a Redis client and a real ``redis-server`` that can hold
+    back the server's replies: :meth:`withhold` from now on, :meth:`release` to deliver
+    them.  A command sent meanwhile reaches Redis and is carried out, but its client does
+    not learn it, which is how a reply is lost to a cancellation (``CLIENT PAUSE`` cannot
+    do it: the paused command is never carried out if its client gives up).
+    """
+
+    def __init__(self, upstream: str) -> None:
+        host_port = upstream.split("//", 1)[1].split("/", 1)[0]
+        host, port = host_port.rsplit(":", 1)
+        self._upstream = (host, int(port))
+        self._held = False
+        self._released = asyncio.Event()
+        self.withheld = asyncio.Event()
+        """Set once a reply was held back (Redis carried a command out, unanswered)."""
+        self._server: asyncio.Server | None = None
+        self._pipes: set[asyncio.Task[None]] = set()
+        self.url = ""
+
+    async def __aenter__(self) -> WithholdingProxy:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        self.url = f"redis://127.0.0.1:{port}/0"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for pipe in list(self._pipes):
+            pipe.cancel()
+        await asyncio.gather(*self._pipes, return_exceptions=True)
+
+    def withhold(self) -> None:
+        self._held = True
+        self._released.clear()
+        self.withheld.clear()
+
+    def release(self) -> None:
+        self._held = False
+        self._released.set()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection(*self._upstream)
+        for pipe in (
+            asyncio.ensure_future(self._pipe(reader, up_writer, replies=False)),
+            asyncio.ensure_future(self._pipe(up_reader, writer, replies=True)),
+        ):
+            self._pipes.add(pipe)
+            pipe.add_done_callback(self._pipes.discard)
+
+    async def _pipe(
+        self, source: asyncio.StreamReader, sink: asyncio.StreamWriter, *, replies: bool
+    ) -> None:
+        try:
+            while data := await source.read(65536):
+                if replies and self._held:
+                    self.withheld.set()
+                    await self._released.wait()
+                sink.write(data)
+                await sink.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            sink.close()

@@ -8,6 +8,8 @@ The Redis event log under faults, against a real ``redis-server`` (issue 29, ite
 * A failed append fails the run loudly: the handler is told at its ``emit``, the run ends
   with ``RUN_ERROR`` ``AGUI-E022`` numbered right after the last logged event (no hole),
   whether Redis lost the stream, stalled (``SIGSTOP``) or restarted empty.
+* An append cancelled after Redis carried it out (its reply lost to the cancellation)
+  spends its number: the run goes on, and ends as a cancelled run does, its ids whole.
 * A reader's heartbeat outlives a failed refresh; a request the log cannot answer is a
   ``503`` problem document.
 """
@@ -15,6 +17,7 @@ The Redis event log under faults, against a real ``redis-server`` (issue 29, ite
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -25,7 +28,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.redis_server import redis_process
+from tests.redis_server import WithholdingProxy, close_client, redis_process
 from tests.servers import free_port, uvicorn_workers
 
 import aguikit
@@ -355,3 +358,210 @@ def test_the_handler_is_told_at_its_emit_and_the_client_gets_the_terminal_event(
         [("3", "TEXT_MESSAGE_CONTENT"), ("4", "RUN_ERROR")],
     )
     assert json.loads(frames[-1].data)["code"] == "AGUI-E022"
+
+
+def test_an_append_cancelled_after_redis_carried_it_out_spends_its_number(
+    redis_url: str,
+) -> None:
+    """Issue 29: the handler is cancelled while its append's XADD has reached Redis but
+    the reply has not come back (a proxy holds it).  The cancelled run then ends as the
+    endpoint ends one (the open message closed, RUN_FINISHED with the cancelled outcome),
+    and its log holds every event once, numbered 1, 2, 3... with no AGUI-E022 and no
+    number used twice."""
+    finished = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
+    cancelled = {**finished, "outcome": {"type": "cancelled"}}
+
+    async def scenario() -> list[Any]:
+        direct = Redis.from_url(redis_url)
+        async with WithholdingProxy(redis_url) as proxy:
+            log = RedisEventLog.from_url(proxy.url, prefix="c:")
+            assert await log.claim("r")
+            await log.append("r", STARTED)
+            await log.append("r", {"type": "TEXT_MESSAGE_START", "messageId": "m"})
+            proxy.withhold()
+            appending = asyncio.create_task(log.append("r", _text(1)))
+            await asyncio.wait_for(proxy.withheld.wait(), 10)
+            assert await direct.xlen("c:r") == 4  # claim, 2 events, and the unanswered one
+            appending.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await appending
+            proxy.release()
+            await log.append("r", {"type": "TEXT_MESSAGE_END", "messageId": "m"})
+            await log.append("r", cancelled)
+            await log.end("r")
+            seen = await asyncio.wait_for(_follow(log, "r"), 10)
+            await close_client(log.redis)
+        await close_client(direct)
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert [(i, w["type"]) for i, w in seen] == [
+        ("1", "RUN_STARTED"),
+        ("2", "TEXT_MESSAGE_START"),
+        ("3", "TEXT_MESSAGE_CONTENT"),
+        ("4", "TEXT_MESSAGE_END"),
+        ("5", "RUN_FINISHED"),
+    ]
+    assert seen[-1][1]["outcome"] == {"type": "cancelled"}
+
+
+def test_sixty_concurrent_runs_are_logged_whole_in_order_in_batches(redis_url: str) -> None:
+    """Issue 28 item 4: 60 runs written at once through one log (the appends of a worker's
+    concurrent runs batched into shared round trips): every run's log, read back and
+    followed, is complete and in order, ended, with no RUN_ERROR; and Redis read far fewer
+    requests than events were logged (``total_reads_processed``, Redis's own count)."""
+    runs, events = 60, 40
+
+    async def produce(log: RedisEventLog, run_id: str) -> None:
+        assert await log.claim(run_id)
+        await log.append(run_id, {**STARTED, "runId": run_id})
+        for n in range(events):
+            await log.append(run_id, _text(n))
+            if n % 7 == int(run_id[1:]) % 7:
+                await asyncio.sleep(0)  # the runs interleave unevenly
+        await log.end(run_id)
+
+    async def reads(client: Redis) -> int:
+        return int((await client.info("stats"))["total_reads_processed"])
+
+    async def scenario() -> tuple[int, list[list[Any]], list[list[Any]]]:
+        direct = Redis.from_url(redis_url)
+        log = RedisEventLog.from_url(redis_url, prefix="n:")
+        ids = [f"r{k}" for k in range(runs)]
+        before = await reads(direct)
+        await asyncio.wait_for(asyncio.gather(*(produce(log, i) for i in ids)), 30)
+        spent = await reads(direct) - before - 1  # the second INFO is one read
+        stored = [await log.read(i) for i in ids]
+        followed = [await asyncio.wait_for(_follow(log, i), 10) for i in ids]
+        await close_client(log.redis)
+        await close_client(direct)
+        return spent, stored, followed
+
+    spent, stored, followed = asyncio.run(scenario())
+    expected = ["RUN_STARTED", *[f"w{n}" for n in range(events)]]
+    for seen in (*stored, *followed):
+        assert [i for i, _ in seen] == [str(n) for n in range(1, events + 2)]
+        assert [w.get("delta", w["type"]) for _, w in seen] == expected
+    logged = runs * (events + 2)  # with the end entry; the claims are one request each
+    print(f"\n{logged} entries of {runs} runs in {spent} requests: {spent / logged:.3f} per entry")
+    assert spent < logged / 4
+
+
+def test_a_write_whose_answer_never_comes_fails_the_run_within_the_lease(redis_url: str) -> None:
+    """Redis carries a batch out but its answer never comes back (the proxy holds it):
+    the append raises within ``producer_ttl`` instead of hanging the worker's writes,
+    and the run ends with RUN_ERROR AGUI-E022 right after what Redis holds."""
+
+    async def scenario() -> tuple[float, list[Any]]:
+        async with WithholdingProxy(redis_url) as proxy:
+            log = RedisEventLog.from_url(proxy.url, prefix="w:", producer_ttl=1.0)
+            assert await log.claim("r")
+            await log.append("r", STARTED)
+            proxy.withhold()
+            began = time.monotonic()
+            with pytest.raises(EventLogError):
+                await asyncio.wait_for(log.append("r", _text(1)), 10)
+            waited = time.monotonic() - began
+            proxy.release()
+            await log.end("r")
+            seen = await asyncio.wait_for(_follow(log, "r"), 10)
+            await close_client(log.redis)
+        return waited, seen
+
+    waited, seen = asyncio.run(scenario())
+    assert 1.0 <= waited < 3
+    assert [(i, w["type"], w.get("code")) for i, w in seen] == [
+        ("1", "RUN_STARTED", None),
+        ("2", "TEXT_MESSAGE_CONTENT", None),
+        ("3", "RUN_ERROR", "AGUI-E022"),
+    ]
+
+
+def test_a_log_from_a_url_serves_more_followers_than_redis_pys_default_pool(
+    redis_url: str,
+) -> None:
+    """Each follower holds a pooled connection for its blocking read, and redis-py 8's
+    default pool has 100: the bench's 40 and 100 concurrent streams lost runs to it
+    (``MaxConnectionsError`` at the writes).  ``from_url`` sizes its pool for
+    ``MAX_CONNECTIONS``: 120 followers of one run each get every event and the end."""
+
+    async def scenario() -> list[list[Any]]:
+        log = RedisEventLog.from_url(redis_url, prefix="p:")
+        assert await log.claim("r")
+        await log.append("r", STARTED)
+        following = [asyncio.create_task(_follow(log, "r")) for _ in range(120)]
+        await asyncio.sleep(0.3)  # every follower in its blocking read
+        for n in range(3):
+            await log.append("r", _text(n))
+        await log.end("r")
+        seen = await asyncio.wait_for(asyncio.gather(*following), 20)
+        await close_client(log.redis)
+        return seen
+
+    for seen in asyncio.run(scenario()):
+        assert [i for i, _ in seen] == ["1", "2", "3", "4"]
+
+
+def test_a_follower_on_the_producing_worker_is_handed_the_events_without_reading_redis(
+    redis_url: str,
+) -> None:
+    """A follower on the worker that writes its run (the starting connection, always) is
+    handed each batch by the writer task once Redis acknowledged it: 300 events reach it
+    whole and in order with a handful of XREADs (one per event before), and a follower
+    joining late catches up from Redis first."""
+
+    async def xreads(client: Redis) -> int:
+        stats = await client.info("commandstats")
+        return int(stats.get("cmdstat_xread", {}).get("calls", 0))
+
+    async def scenario() -> tuple[int, list[Any], list[Any]]:
+        direct = Redis.from_url(redis_url)
+        log = RedisEventLog.from_url(redis_url, prefix="t:")
+        assert await log.claim("r")
+        await log.append("r", STARTED)
+        before = await xreads(direct)
+        first = asyncio.create_task(_follow(log, "r"))
+        for n in range(300):
+            await log.append("r", _text(n))
+            if n == 150:
+                late = asyncio.create_task(_follow(log, "r", "100"))
+        await log.end("r")
+        seen = await asyncio.wait_for(asyncio.gather(first, late), 10)
+        spent = await xreads(direct) - before
+        await close_client(log.redis)
+        await close_client(direct)
+        return spent, seen[0], seen[1]
+
+    spent, first, late = asyncio.run(scenario())
+    assert [i for i, _ in first] == [str(n) for n in range(1, 302)]
+    assert [w.get("delta") for _, w in first[1:]] == [f"w{n}" for n in range(300)]
+    assert [i for i, _ in late] == [str(n) for n in range(101, 302)]
+    assert spent <= 6
+
+
+def test_a_tapped_follower_gets_the_failed_runs_end_from_redis(redis_url: str) -> None:
+    """A write of the run fails under a follower on the producing worker (the stream
+    vanished): the follower is sent back to Redis and gets RUN_ERROR AGUI-E022 right after
+    the last event it was handed, never a silence or a hole."""
+
+    async def scenario() -> list[Any]:
+        log = RedisEventLog.from_url(redis_url, prefix="f:")
+        assert await log.claim("r")
+        await log.append("r", STARTED)
+        following = asyncio.create_task(_follow(log, "r"))
+        await log.append("r", _text(1))
+        await asyncio.sleep(0.1)  # handed over
+        await log.redis.delete("f:r")
+        with pytest.raises(EventLogError):
+            await log.append("r", _text(2))
+        await log.end("r")
+        seen = await asyncio.wait_for(following, 10)
+        await close_client(log.redis)
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert [(i, w["type"], w.get("code")) for i, w in seen] == [
+        ("1", "RUN_STARTED", None),
+        ("2", "TEXT_MESSAGE_CONTENT", None),
+        ("3", "RUN_ERROR", "AGUI-E022"),
+    ]
