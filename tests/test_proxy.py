@@ -435,7 +435,7 @@ def test_the_live_check_starts_from_what_the_request_sent() -> None:
 def test_the_reads_are_judged_in_batches_that_leave_the_loop_to_the_forwarding() -> None:
     """
     Reads are judged after ``JUDGE_DELAY``, every answer's together; a batch holds the event
-    loop for about ``JUDGE_SLICE`` and goes on at the loop's next turn, so no forwarding
+    loop for about ``JUDGE_SLICE`` and goes on ``JUDGE_GAP`` later, so no forwarding
     waits behind all of it; each answer's reads, joined into one feed, find what judging
     them one at a time finds (the same findings, at the same events).
     """
