@@ -314,6 +314,7 @@ def main() -> None:
             clients.append(_silent(port, f"silent-{n}"))
             connected[f"silent-{n}"] = time.monotonic()
         peak, stopped_at = before, None
+        arenas = held_before["pymalloc_arenas"]
         bound = args.send_timeout + args.grace + 2.0
         # The clients stay --seconds, and longer (up to the bound again) while a handler
         # still runs: a worker slow to fill the buffers is reported, not cut short.
@@ -323,6 +324,7 @@ def main() -> None:
             time.sleep(1.0)
             peak = max(peak, _rss(server.pid))
             live = httpx.get(stats).json()
+            arenas = max(arenas, live["heap"]["pymalloc_arenas"])
             if stopped_at is None and live["started"] and not live["handlers"]:
                 stopped_at = time.monotonic() - began
         at_end = httpx.get(stats).json()
@@ -334,6 +336,7 @@ def main() -> None:
             json={"threadId": "t", "runId": "nobody", "messages": []},
             headers={"Last-Event-ID": "1"},
         )
+        time.sleep(2.0)  # the log hands what the runs freed back to the system a second later
         after = _rss(server.pid)
         retained = httpx.get(stats, params={"trim": "1"}).json()["retained"]
         trimmed = _rss(server.pid)
@@ -390,7 +393,8 @@ def main() -> None:
             f"{name} {held_before[name]:.1f} -> {held[name]:.1f}"
             for name in ("glibc_used", "glibc_free", "glibc_mmapped", "pymalloc_used")
         )
-        + f", pymalloc arenas {held_before['pymalloc_arenas']} -> {held['pymalloc_arenas']}"
+        + f", pymalloc arenas {held_before['pymalloc_arenas']} -> {held['pymalloc_arenas']} "
+        f"(peak {arenas})"
     )
     if heap_before is not None:
         heap_after = ended["traced"]

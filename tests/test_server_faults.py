@@ -11,6 +11,7 @@ over the memory log and over a real ``redis-server``.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -43,7 +45,7 @@ from tests.test_resume import CuttingTransport
 import aguikit
 from aguikit import Agent
 from aguikit.errors import WireFormatError
-from aguikit.server import RunAgentInput, RunWriter, agui_endpoint, create_app
+from aguikit.server import RunAgentInput, RunWriter, agui_endpoint, create_app, eventlog
 from aguikit.server import http as server_http
 from aguikit.server.eventlog import EventLog, EventLogFull, MemoryEventLog, parse_id
 from aguikit.server.faults import FaultyLog
@@ -389,6 +391,144 @@ def test_the_memory_log_never_expires_a_running_run_and_ttl_counts_from_its_end(
         assert await log.claim("r1")
 
     asyncio.run(scenario())
+
+
+_GIVES_BACK = """
+import asyncio, sys
+from aguikit.server.eventlog import MemoryEventLog
+
+def rss():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
+
+async def main(trim):
+    # A block mapped on its own and freed: from then on glibc takes blocks up to its size
+    # from the heap (its dynamic mmap threshold), as in any server after its first while.
+    block = bytes(8 << 20)
+    del block
+    log = MemoryEventLog(trim_memory=trim)
+    kept = []  # live blocks allocated among the frames, as a server's other work leaves them
+    before = rss()
+    for run in range(24):
+        run_id = f"r{run}"
+        await log.claim(run_id)
+        start = {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}
+        await log.append(run_id, start)
+        for n in range(256):
+            delta = str(n % 10) * 16384
+            content = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": delta}
+            await log.append(run_id, content)
+            kept.append(bytes(1024 + n))
+        await log.end(run_id)
+    peak = rss()
+    for run in range(24):
+        await log.forget(f"r{run}")  # as their expiry would
+    for _ in range(150):  # the trim runs a second later, in a thread
+        await asyncio.sleep(0.02)
+        if rss() - before < (peak - before) / 20:
+            break
+    print(before, peak, rss())
+
+asyncio.run(main(sys.argv[1] == "trim"))
+"""
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or eventlog._TRIM is None,
+    reason="glibc's malloc_trim is what gives a heap's free pages back (musl and others "
+    "return memory themselves)",
+)
+def test_the_memory_log_gives_what_expired_runs_freed_back_to_the_system() -> None:
+    """About 100 MiB of runs, logged among live blocks (which pin glibc's heap: it keeps
+    what they freed), end and expire: with ``trim_memory`` (the default) the worker's
+    RSS goes back down, without it the memory stays taken."""
+
+    def grew(mode: str) -> tuple[float, float]:
+        done = subprocess.run(
+            [sys.executable, "-c", _GIVES_BACK, mode],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        before, peak, after = map(float, done.stdout.split())
+        assert peak - before > 80, "the runs did not take the memory they should"
+        return peak - before, after - before
+
+    peak, kept = grew("keep")
+    assert kept > peak / 2, f"glibc gave back {peak - kept:.0f} of {peak:.0f} MiB untrimmed"
+    peak, trimmed = grew("trim")
+    assert trimmed < peak / 10, f"{trimmed:.0f} of {peak:.0f} MiB still taken after the trim"
+
+
+def test_the_memory_log_releases_memory_a_moment_later_and_at_most_once_per_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Runs let go in a burst cost one release (a full collection and a trim), a moment
+    after them; more let go soon after wait for the interval, however many they are."""
+    released: list[float] = []
+    monkeypatch.setattr(eventlog, "_TRIM", lambda pad: 0)
+    monkeypatch.setattr(eventlog, "_release_memory", lambda: released.append(time.monotonic()))
+    monkeypatch.setattr(eventlog, "RELEASE_BYTES", 1)
+    monkeypatch.setattr(eventlog, "RELEASE_DELAY", 0.05)
+    monkeypatch.setattr(eventlog, "RELEASE_INTERVAL", 0.4)
+
+    async def scenario() -> None:
+        log = MemoryEventLog()
+        for run in range(6):
+            await log.claim(f"r{run}")
+            await log.append(f"r{run}", {"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
+            await log.end(f"r{run}")
+        began = time.monotonic()
+        await log.forget("r0")
+        await log.forget("r1")
+        await asyncio.sleep(0.15)
+        assert len(released) == 1 and released[0] - began >= 0.05
+        for run in range(2, 6):
+            await log.forget(f"r{run}")
+        await asyncio.sleep(0.15)
+        assert len(released) == 1  # the interval holds the next one back
+        await asyncio.sleep(0.4)
+        assert len(released) == 2 and released[1] - released[0] >= 0.4
+
+    asyncio.run(scenario())
+
+
+def _progress_objects() -> list[object]:
+    return [thing for thing in gc.get_objects() if isinstance(thing, server_http._Progress)]
+
+
+def test_a_cancelled_logged_run_is_let_go_at_once_not_at_the_next_collection() -> None:
+    """A run cancelled (here by the cancel request) ends its task with a
+    ``CancelledError`` whose traceback holds the run's frames, which hold the task: freed
+    by reference counting once the task is done, not kept (writer, state, log frames)
+    until the cyclic collector's next full pass; and so is its answer's reader-progress
+    deadline once the answer ended."""
+    endless = Endless()
+    app = create_app(endless, event_log=MemoryEventLog(), resume_grace=60)
+    gc.collect()
+    gc.disable()  # only reference counting frees anything during the test
+    try:
+        with serve_asgi(app) as base:
+            body = {"threadId": "t1", "runId": "r-cycle", "messages": []}
+            with httpx.stream("POST", base + "/", json=body, timeout=10) as answer:
+                lines = answer.iter_lines()
+                while not endless.runs or endless.count < 5:
+                    next(lines)
+                cancel = httpx.post(base + "/", json=body, headers={"X-AGUI-Cancel": "1"})
+                assert cancel.status_code == 204, cancel.text
+                assert endless.cancelled.wait(5)
+            writer = weakref.ref(endless.runs.pop())
+            deadline = time.monotonic() + 5
+            while writer() is not None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert writer() is None, "the cancelled run's writer waits for the collector"
+            # Its answer's reader-progress deadline too (its looks held its socket).
+            while time.monotonic() < deadline and _progress_objects():
+                time.sleep(0.02)
+            assert not _progress_objects(), "the answer's deadline waits for the collector"
+    finally:
+        gc.enable()
 
 
 def test_the_memory_log_is_bounded_in_total_evicting_ended_runs_first() -> None:

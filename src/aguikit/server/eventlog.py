@@ -44,7 +44,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import enum
+import gc
+import sys
+import threading
 import time
 from array import array
 from collections import deque
@@ -259,6 +263,75 @@ newest; older content deltas are kept compacted, older state events folded into 
 ``queue_size`` (64 by default) events behind, so gets every delta as sent: a compacted
 stretch of one delta is that very event."""
 
+RELEASE_BYTES: Final = 32 * 1024 * 1024
+"""Bytes of frames the runs a :class:`MemoryEventLog` let go (expired, evicted, forgotten)
+may add up to before it gives the freed memory back to the system (``trim_memory``)."""
+
+
+RELEASE_DELAY: Final = 1.0
+"""Seconds from the runs being let go to their memory's release (:data:`RELEASE_BYTES`):
+what the requests that let them go hold is freed by then."""
+
+RELEASE_INTERVAL: Final = 10.0
+"""Fewest seconds between two releases of memory by one log (:data:`RELEASE_BYTES`),
+however many runs it lets go: a busy worker spends at most one full collection (tens of
+ms) per this long on them."""
+
+
+def _find_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, which hands the free pages inside the C heap back to the
+    system; ``None`` where the C library has none (musl, macOS, Windows return memory
+    themselves or differently)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        trim = ctypes.CDLL(None).malloc_trim  # the process's own C library
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim
+
+
+_TRIM: Final = _find_trim()
+_TRIMS = threading.Lock()
+"""Guards :data:`_TRIMMING`."""
+_TRIMMING: list[bool] = []
+"""Empty while no trim runs; ``[asked again]`` while one does."""
+
+
+def _trim() -> None:
+    """Give the C heap's free pages back to the system.  Called in a thread: ctypes lets
+    go of the GIL, so the event loop goes on (it waits on the heap's lock only if it asks
+    the C allocator for memory meanwhile).  One trim at a time: one asked for while
+    another runs is run once more after it, for what was freed meanwhile."""
+    if _TRIM is None:
+        return
+    with _TRIMS:
+        if _TRIMMING:
+            _TRIMMING[0] = True
+            return
+        _TRIMMING.append(False)
+    while True:
+        _TRIM(0)
+        with _TRIMS:
+            if not _TRIMMING[0]:
+                _TRIMMING.clear()
+                return
+            _TRIMMING[0] = False
+
+
+def _release_memory() -> None:
+    """Free what only a full collection frees, then trim the C heap in a thread.
+
+    The collection (about 20 to 35 ms on a worker that just served 200 connections)
+    empties the interpreter's free lists and the reference cycles of closed connections
+    (asyncio's transports are cycles): a few MiB that would otherwise stay in the heap
+    the trim returns, and with ``PYTHONMALLOC=malloc`` nearly everything that remained."""
+    gc.collect()
+    asyncio.get_running_loop().run_in_executor(None, _trim)
+
+
 _SEAL: Final = 16
 """Deltas of a compacted stretch joined into one string at a time."""
 
@@ -344,6 +417,8 @@ class _Run:
     offset: int = 0
     head: int = 0
     last: int = 0
+    size: int = 0
+    """Bytes of the frames logged (what letting the run go frees, give or take)."""
     done: bool = False
     ended: float = 0.0
     owner: Owner | None = None
@@ -381,6 +456,7 @@ class _Run:
         """Keep ``frame``, the encoded ``wire``, as event ``last + 1``; a delta also joins
         its stretch, a state event waits to be folded."""
         self.last += 1
+        self.size += len(frame)
         self.slots.append(frame)
         kind = wire.get("type")
         if kind in _STATE:
@@ -533,9 +609,17 @@ class MemoryEventLog:
         max_events: Events kept per run.
         max_total_events: Events kept over all runs.
         recent_events: Content and state deltas kept as sent behind a run's newest event.
+        trim_memory: Whether, once the runs it let go held :data:`RELEASE_BYTES` of frames,
+           the log has the C allocator give the memory they freed back to the system: a
+           full garbage collection, then glibc's ``malloc_trim`` in a thread, a second
+           later and at most once per :data:`RELEASE_INTERVAL` (nothing where the C
+           library has no ``malloc_trim``).
+           glibc keeps what a burst of runs freed, pinned by a few live blocks above it:
+           200 silent clients left a worker at 14 times its starting RSS with nothing of
+           theirs held (``docs/limits.md``, "Memory").
 
     .. versionchanged:: 0.5.0  Events kept encoded, content deltas compacted, state
-       deltas folded into snapshots; ``recent_events``.
+       deltas folded into snapshots; ``recent_events``; ``trim_memory``.
     .. versionchanged:: 0.3.0  ``ttl`` counts from the run's end, not its last event;
        ``max_total_events``.
     """
@@ -547,6 +631,7 @@ class MemoryEventLog:
         max_events: int = DEFAULT_MAX_EVENTS,
         max_total_events: int = DEFAULT_MAX_TOTAL_EVENTS,
         recent_events: int = DEFAULT_RECENT_EVENTS,
+        trim_memory: bool = True,
     ) -> None:
         if max_events < 1:
             raise ValueError("max_events must be at least 1")
@@ -556,6 +641,13 @@ class MemoryEventLog:
         self.max_events = max_events
         self.max_total_events = max_total_events
         self.recent_events = max(0, recent_events)
+        self.trim_memory = trim_memory
+        self._released = 0
+        """Bytes of frames of the runs let go since the last release of memory."""
+        self._releasing: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None
+        """The release of memory scheduled, and the loop it is scheduled on."""
+        self._released_at: tuple[asyncio.AbstractEventLoop | None, float] = (None, 0.0)
+        """The loop and loop time of the last release of memory."""
         self._runs: dict[str, _Run] = {}
         self._ended: dict[str, _Run] = {}
         """Ended runs in the order they ended: the first to expire or be evicted."""
@@ -572,19 +664,41 @@ class MemoryEventLog:
         run = self._runs.pop(run_id)
         self._ended.pop(run_id, None)
         self._total -= len(run.slots) - run.head
+        self._released += run.size
         run.changed.set()  # a follower waiting on it sees it gone and ends
+
+    def _release(self) -> None:
+        """Once the runs let go add up to :data:`RELEASE_BYTES`, release the memory they
+        freed (:func:`_release_memory`) :data:`RELEASE_DELAY` later, at most once per
+        :data:`RELEASE_INTERVAL` (``trim_memory``)."""
+        if self._released < RELEASE_BYTES or not self.trim_memory or _TRIM is None:
+            return
+        self._released = 0
+        loop = asyncio.get_running_loop()
+        if self._releasing is not None and self._releasing[0] is loop:
+            return  # it comes later than what was freed now
+        at = loop.time() + RELEASE_DELAY
+        if self._released_at[0] is loop:
+            at = max(at, self._released_at[1] + RELEASE_INTERVAL)
+        self._releasing = (loop, loop.call_at(at, self._release_now, loop))
+
+    def _release_now(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._releasing, self._released_at = None, (loop, loop.time())
+        _release_memory()
 
     def _expire(self, now: float) -> None:
         # Ended runs expire in the order they ended: only the front is ever looked at.
         while self._ended:
             run_id, run = next(iter(self._ended.items()))
             if now - run.ended <= self.ttl:
-                return
+                break
             self._forget(run_id)
+        self._release()
 
     def _make_room(self, wire: Mapping[str, Any] | None) -> None:
         while self._total >= self.max_total_events and self._ended:
             self._forget(next(iter(self._ended)))
+        self._release()
         if self._total >= self.max_total_events and (
             wire is None or wire.get("type") not in _TERMINAL
         ):
@@ -625,6 +739,7 @@ class MemoryEventLog:
         run = self._live(run_id)
         if run is not None and run.done:
             self._forget(run_id)
+            self._release()
 
     async def readers(self, run_id: str) -> int:
         return self._readers.get(run_id, 0)

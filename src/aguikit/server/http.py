@@ -1010,15 +1010,9 @@ class _Progress:
         every = min(PROGRESS_POLL, timeout / 4)
         self.progressed = loop.time()
         cm = asyncio.timeout(self.progressed + timeout)
-
-        def look() -> None:
-            if not cm.expired():
-                cm.reschedule(self.last_progress(loop.time()) + timeout)
-                self.timer = loop.call_later(every, look)
-
         try:
             async with cm:
-                self.timer = loop.call_later(every, look)
+                self.timer = loop.call_later(every, self._look, cm, every, timeout)
                 try:
                     yield
                 finally:
@@ -1027,6 +1021,16 @@ class _Progress:
             if cm.expired():
                 raise _Stalled from None
             raise
+
+    def _look(self, cm: asyncio.Timeout, every: float, timeout: float) -> None:
+        """One look: the deadline moved to the last progress plus ``timeout``, and the next
+        look ``every`` seconds on.  A method, not a closure scheduling itself, which would
+        be a reference cycle holding the answer's socket and task until the cyclic
+        collector's next pass."""
+        if not cm.expired():
+            loop = asyncio.get_running_loop()
+            cm.reschedule(self.last_progress(loop.time()) + timeout)
+            self.timer = loop.call_later(every, self._look, cm, every, timeout)
 
     def last_progress(self, now: float) -> float:
         """When the client last made progress, as far as a look at ``now`` can tell."""
@@ -1368,7 +1372,15 @@ def _finished(task: asyncio.Task[None]) -> None:
     """A detached task ended: let it go, and log a failure nobody else will see (a
     handler's is already in the stream, as the writer's ``RUN_ERROR``)."""
     _DETACHED.discard(task)
-    if not task.cancelled() and task.exception() is not None:
+    if task.cancelled():
+        # A cancelled task keeps its CancelledError, whose traceback holds the frames of
+        # its coroutine, which hold the task: a cycle keeping the whole run (its writer,
+        # its log's frames, its state) until the cyclic collector's next full pass.
+        # Taking the error out of the task (``exception()`` hands it over) frees it now.
+        with contextlib.suppress(asyncio.CancelledError):
+            task.exception()
+        return
+    if task.exception() is not None:
         LOGGER.error("a logged run's task failed", exc_info=task.exception())
 
 
