@@ -327,8 +327,10 @@ def _release_memory() -> None:
     The collection (about 20 to 35 ms on a worker that just served 200 connections)
     empties the interpreter's free lists and the reference cycles of closed connections
     (asyncio's transports are cycles): a few MiB that would otherwise stay in the heap
-    the trim returns, and with ``PYTHONMALLOC=malloc`` nearly everything that remained."""
-    gc.collect()
+    the trim returns, and with ``PYTHONMALLOC=malloc`` nearly everything that remained.
+    A process that turned the collector off (``gc.disable()``) is not collected."""
+    if gc.isenabled():
+        gc.collect()
     asyncio.get_running_loop().run_in_executor(None, _trim)
 
 
