@@ -35,6 +35,10 @@ The machine this runs on is shared, so nothing is compared across runs, only wit
   first, so the proxy never waits behind the agent's own writes (other work on the
   machine still can: each round prints the proxy's run-queue share).
 
+* **Before and after** (``--before SRC``): every proxy also runs from another source tree
+  (``PYTHONPATH=SRC``, say ``main``'s ``src``), as ``<way>@before``, in the same rotation,
+  so a change is measured against the code it replaces in the same run.
+
 The targets (issue 25): at most 2 ms added at p99 and at most +20% CPU per event over
 forwarding alone.  It asserts only that every stream arrived whole: timings depend on
 the machine.
@@ -42,7 +46,7 @@ the machine.
 Usage::
 
     python bench/bench_proxy.py [--streams 100] [--events 1000] [--interval 20] [--repeat 3]
-        [--lockstep] [--pin] [--ways forward,judge,record]
+        [--lockstep] [--pin] [--ways forward,judge,record] [--before SRC]
 """
 
 from __future__ import annotations
@@ -347,7 +351,7 @@ def _line(r: dict[str, Any]) -> str:
         else ""
     )
     return (
-        f"  {r['way']:7}  CPU {r['cpu_us']:6.1f} us/event   "
+        f"  {r['way']:14}  CPU {r['cpu_us']:6.1f} us/event   "
         f"direct p50/p99 {r['direct'][0]:6.2f}/{r['direct'][1]:7.2f} ms   "
         f"proxied {r['through'][0]:6.2f}/{r['through'][1]:7.2f} ms   "
         f"added per event p50/p99 {r['added'][0]:6.2f}/{r['added'][1]:7.2f} ms{held}   "
@@ -362,17 +366,23 @@ class Proxy:
     record: Path | None
 
 
-def _start_proxy(agent: str, way: str, pin: bool, scratch: Path) -> Proxy:
+def _start_proxy(agent: str, way: str, pin: bool, scratch: Path, src: str | None) -> Proxy:
+    """The proxy of ``way`` (``<way>@before``: imported from ``src``)."""
     port = _free_port()
+    env = dict(os.environ)
+    if way.endswith("@before"):
+        assert src is not None
+        env["PYTHONPATH"] = src
+        way = way.removesuffix("@before")
     command = [sys.executable, "-m", "aguikit", "proxy", "--upstream", agent]
     command += ["--port", str(port)]
     record = None
     if way == "forward":
         command.append("--no-validate")
     elif way == "record":
-        record = scratch / way
+        record = scratch / f"{way}-{port}"
         command += ["--record", str(record)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     if pin:  # the proxy alone on the last CPU, the agent and the clients on the first
         os.sched_setaffinity(process.pid, {max(os.sched_getaffinity(0))})
     _wait(port)
@@ -399,6 +409,11 @@ def main() -> None:
     parser.add_argument(
         "--ways", default=",".join(WAYS), help=f"proxies to measure ({','.join(WAYS)})"
     )
+    parser.add_argument(
+        "--before",
+        metavar="SRC",
+        help="also run every proxy from this source tree (PYTHONPATH), as <way>@before",
+    )
     parser.add_argument("--client", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--tag", help=argparse.SUPPRESS)
     parser.add_argument("--agent", type=int, help=argparse.SUPPRESS)
@@ -415,6 +430,8 @@ def main() -> None:
         return
     ways = [w for w in args.ways.split(",") if w]
     assert ways and set(ways) <= set(WAYS) and "forward" in ways, "--ways needs forward"
+    if args.before:
+        ways += [f"{way}@before" for way in ways]
     port = _free_port()
     agent_process = subprocess.Popen(
         [
@@ -437,10 +454,11 @@ def main() -> None:
             f"of rounds ({', '.join(ways)}, the order rotated)",
             flush=True,
         )
-        proxies = {way: _start_proxy(agent, way, args.pin, scratch) for way in ways}
+        proxies = {way: _start_proxy(agent, way, args.pin, scratch, args.before) for way in ways}
         for pair in range(args.repeat):
             for way in ways[pair % len(ways) :] + ways[: pair % len(ways)]:
-                result = measure(way, proxies[way], agent, f"{pair}{way[0]}", args)
+                tag = f"{pair}{way[0]}{'b' if way.endswith('@before') else ''}"
+                result = measure(way, proxies[way], agent, tag, args)
                 result["pair"] = pair
                 rounds.append(result)
                 print(_line(result), flush=True)
@@ -473,7 +491,7 @@ def main() -> None:
         each = ", ".join(f"{r['added'][1]:.2f}" for r in mine)
         held = [r["held"] for r in mine if r["held"]]
         print(
-            f"    {way:7}: CPU {statistics.median(r['cpu_us'] for r in mine):.1f} us/event;"
+            f"    {way:14}: CPU {statistics.median(r['cpu_us'] for r in mine):.1f} us/event;"
             f" arrival p50 {statistics.median(r['through'][0] for r in mine):.2f},"
             f" p99 {statistics.median(r['through'][1] for r in mine):.2f};"
             f" added p50 {statistics.median(r['added'][0] for r in mine):.2f},"
@@ -487,18 +505,24 @@ def main() -> None:
             )
         )
 
-    def ratios(way: str) -> list[float]:
+    def ratios(way: str, base: str) -> list[float]:
         return [
             next(r for r in rounds if r["pair"] == p and r["way"] == way)["cpu_us"]
-            / next(r for r in rounds if r["pair"] == p and r["way"] == "forward")["cpu_us"]
+            / next(r for r in rounds if r["pair"] == p and r["way"] == base)["cpu_us"]
             for p in range(args.repeat)
         ]
 
-    for way in ways[1:]:
-        each = ratios(way)
+    comparisons = [
+        (way, "forward@before" if way.endswith("@before") else "forward", "forwarding")
+        for way in ways
+        if way.split("@")[0] != "forward"
+    ]
+    comparisons += [(way, f"{way}@before", "before") for way in ways if f"{way}@before" in ways]
+    for way, base, name in comparisons:
+        each = ratios(way, base)
         pairs = ", ".join(f"x{x:.2f}" for x in each)
         print(
-            f"  {way} over forwarding: CPU per event x{statistics.median(each):.2f} median "
+            f"  {way} over {name}: CPU per event x{statistics.median(each):.2f} median "
             f"(sets: {pairs})"
         )
     print("  targets (issue 25): judging x1.20 CPU over forwarding, +2 ms added at p99")
