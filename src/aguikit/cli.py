@@ -813,7 +813,7 @@ def _run_proxy(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except ImportError:
         err.write("aguikit: the proxy needs uvicorn: pip install 'aguikit[proxy]'\n")
         return EXIT_UNREADABLE
-    from .proxy import JUDGE_SWITCH, ProxyApp, serve
+    from .proxy import ProxyApp, serve
 
     if args.replay is not None:
         from .replay import Faults, ReplayApp
@@ -843,9 +843,6 @@ def _run_proxy(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         validate=not args.no_validate,
         timeout=args.timeout,
     )
-    # The command owns its process: the loop gets the interpreter back from the judging
-    # thread within 0.5 ms instead of Python's default 5 ms (JUDGE_SWITCH says why).
-    sys.setswitchinterval(JUDGE_SWITCH)
     serve(app, host=args.host, port=args.port, out=out)  # the app prints its summary
     return EXIT_OK
 

@@ -38,10 +38,8 @@ import itertools
 import json
 import re
 import sys
-import threading
 import time
 import zlib
-from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import IO, Any, Final, TextIO
@@ -122,21 +120,18 @@ at most this much later than it could have been, still well within what a person
 the console notices; an answer's last reads are judged as soon as it ends, before the
 thread rules read what its check folded."""
 
-JUDGE_SWITCH: Final = 0.0005
-"""Seconds: the switch interval (``sys.setswitchinterval``) ``aguikit proxy`` sets for its
-process, so the event loop waits at most about this long for the judging thread to give
-up the interpreter when a read arrives while a batch is judged.
+JUDGE_SLICE: Final = 0.001
+"""Seconds a batch of judging may hold the event loop before it lets the forwarding run
+(:data:`JUDGE_GAP`): a batch never delays a read by more than this (and one answer's
+reads)."""
 
-Batches are judged in a thread of their own (the loop only queues each read): while the
-loop waits for the network the thread judges uninterrupted, warm, and when a read arrives
-the interpreter's own switching hands the loop its turn.  Python's default interval
-(5 ms) would let a batch hold a read that long; at 0.5 ms a batch adds at most that to a
-read.  Before, batches ran on the loop, 1 ms at a time with 2 ms left to the forwarding
-between two slices: at 100 streams the judging proxy then added 1.1-2.4 ms to an event's
-arrival at p50 (slices cold, and reads waiting behind them), and cost x1.38 the CPU of
-forwarding alone in the run where the thread cost x1.27 (``bench/bench_proxy.py``,
-``docs/proxy.md``, "Cost").  An application that embeds :class:`ProxyApp` keeps its own
-switch interval: the process is its to tune."""
+JUDGE_GAP: Final = 0.002
+"""Seconds the loop is left to the forwarding between two slices of a batch.  Forwarding
+one event takes several turns of the loop (the upstream read wakes its task, which writes
+downstream), so a next slice queued at once would sit between each two of them: at 100
+streams a batch then added its whole length to the reads forwarded during it (p99 16 ms
+on a quiet machine).  With the gap, judging takes at most a third of the loop while a
+batch lasts, about twice what 100 streams of judging need."""
 
 _MEDIA_KINDS: Final = {
     SSE_MEDIA_TYPE: "sse",
@@ -514,14 +509,8 @@ class ProxyApp:
         self._client: httpx.AsyncClient | None = None
         self._threads: dict[str | None, Judged] = {}  # each thread's last exchange, judged
         self._judging: set[asyncio.Future[list[Finding]]] = set()  # thread rules running
-        # Answers with reads not judged yet, in the order they came: the loop appends,
-        # the judging thread takes (both atomic), and whoever judges an answer holds
-        # _judging_lock (the thread for a batch's answer, the loop when an answer ends).
-        self._waiting: deque[_Watch] = deque()
-        self._judging_lock = threading.RLock()
-        self._report_lock = threading.Lock()
-        self._judge_thread: threading.Thread | None = None
-        self._closing = threading.Event()
+        self._waiting: dict[_Watch, None] = {}  # answers with reads not judged yet, in order
+        self._timer: asyncio.Handle | None = None
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -539,11 +528,7 @@ class ProxyApp:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
-        if self._judge_thread is not None:
-            self._closing.set()
-            self._judge_thread.join()
-            self._judge_thread = None
-        self._judge_waiting()
+        self._judge_waiting(None)
         if self._judging:  # the thread rules of the last exchanges belong in the summary
             await asyncio.wait(set(self._judging), timeout=10)
             await asyncio.sleep(0)  # let their exchanges print what they found
@@ -560,13 +545,7 @@ class ProxyApp:
         return url + ("?" + query.decode("latin-1") if query else "")
 
     def report(self, exchange: Flow, findings: list[Finding], where: str = "") -> None:
-        """Print ``findings`` of ``exchange`` now, and count them (from the loop or the
-        judging thread: one line at a time)."""
-        if findings:
-            with self._report_lock:
-                self._report(exchange, findings, where)
-
-    def _report(self, exchange: Flow, findings: list[Finding], where: str) -> None:
+        """Print ``findings`` of ``exchange`` now, and count them."""
         for finding in findings:
             counts = self.summary.findings
             counts[finding.rule] = counts.get(finding.rule, 0) + 1
@@ -581,14 +560,13 @@ class ProxyApp:
 
     def internal(self, exchange: Flow, exc: BaseException) -> None:
         """A bug in the judging: said once; that exchange is no longer judged."""
-        with self._report_lock:
-            self.summary.internal += 1
-            print(
-                f"[exchange {exchange.number}] aguikit could not judge this exchange "
-                f"({type(exc).__name__}: {exc}); it is still forwarded",
-                file=self.out,
-                flush=True,
-            )
+        self.summary.internal += 1
+        print(
+            f"[exchange {exchange.number}] aguikit could not judge this exchange "
+            f"({type(exc).__name__}: {exc}); it is still forwarded",
+            file=self.out,
+            flush=True,
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -629,8 +607,7 @@ class ProxyApp:
             gone.cancel()
             self._finish(exchange)
             if observer is not None:
-                with self._judging_lock:  # the judging thread tells it events too
-                    observer.end()  # the span ends with the last byte the UI got
+                observer.end()  # the span ends with the last byte the UI got
         if exchange.request is not None and self.validate:
             ended = self._ended(exchange)
             judging = asyncio.ensure_future(asyncio.to_thread(self._thread_rules, *ended))
@@ -739,8 +716,7 @@ class ProxyApp:
                 await self._answer(exchange, response, send, observer)
         except TransportError as failed:
             if observer is not None:
-                with self._judging_lock:
-                    observer.failed(failed)
+                observer.failed(failed)
             if exchange.status:
                 return  # mid-body: already judged and recorded by _answer
             self.report(exchange, _findings(self.config, failed.rule, "transport", str(failed)))
@@ -778,8 +754,7 @@ class ProxyApp:
         )
         exchange.first_byte = time.perf_counter()
         if observer is not None:
-            with self._judging_lock:
-                observer.mark("agui.upstream.response")
+            observer.mark("agui.upstream.response")
         watch = _Watch(self, exchange, media, encoding, observer)
         started = exchange.started
         first = observer is not None
@@ -788,8 +763,7 @@ class ProxyApp:
                 async for chunk in aread(response):
                     upstream = time.perf_counter()
                     if first and observer is not None:
-                        with self._judging_lock:
-                            observer.mark("agui.upstream.first_byte")
+                        observer.mark("agui.upstream.first_byte")
                         first = False
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                     watch.chunk(
@@ -809,38 +783,34 @@ class ProxyApp:
             self._settle(watch)
 
     def _later(self, watch: _Watch) -> None:
-        """``watch`` has reads to judge: in the judging thread's next batch
-        (:data:`JUDGE_DELAY`, :data:`JUDGE_SWITCH`)."""
-        self._waiting.append(watch)
-        if self._judge_thread is None:
-            self._judge_thread = threading.Thread(
-                target=self._judge_batches, name="aguikit-proxy-judging", daemon=True
-            )
-            self._judge_thread.start()
+        """``watch`` has reads to judge: in the next batch (:data:`JUDGE_DELAY`)."""
+        self._waiting[watch] = None
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(JUDGE_DELAY, self._judge_waiting)
 
-    def _judge_batches(self) -> None:
-        """The judging thread: every :data:`JUDGE_DELAY`, the reads that arrived meanwhile,
-        answer by answer in the order they came, until the proxy closes."""
-        while not self._closing.wait(JUDGE_DELAY):
-            self._judge_waiting()
-
-    def _judge_waiting(self) -> None:
-        """Judge every answer's waiting reads, in the order the answers had them."""
+    def _judge_waiting(self, budget: float | None = JUDGE_SLICE) -> None:
+        """Judge the answers' waiting reads, answer by answer in the order they came, for
+        at most ``budget`` seconds before the forwarding has its turn (``None``: all)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        deadline = time.perf_counter() + budget if budget is not None else None
         waiting = self._waiting
-        batch: dict[_Watch, None] = {}
         while waiting:
-            batch[waiting.popleft()] = None
-        for watch in batch:
-            with self._judging_lock:
-                try:
-                    watch.judge()
-                except Exception as exc:  # judging never breaks forwarding, nor the next batch
-                    watch._stop(exc)
+            watch = next(iter(waiting))
+            del waiting[watch]
+            try:
+                watch.judge()
+            except Exception as exc:  # judging never breaks forwarding, nor the next batch
+                watch._stop(exc)
+            if deadline is not None and waiting and time.perf_counter() > deadline:
+                loop = asyncio.get_running_loop()
+                self._timer = loop.call_later(JUDGE_GAP, self._judge_waiting)
+                return
 
     def _settle(self, watch: _Watch) -> None:
-        """Judge ``watch``'s waiting reads now (its answer ended or was abandoned), after
-        the judging thread is done with it if it is judging it."""
-        with self._judging_lock:
+        """Judge ``watch``'s waiting reads now (its answer ended or was abandoned)."""
+        if self._waiting.pop(watch, 0) is None:
             watch.judge()
 
     def _record(self, exchange: Flow, *, force: bool = False) -> None:
@@ -919,8 +889,7 @@ class _Watch:
         if not proxy.validate and proxy.recorder is None and observer is None:
             kind = None  # nothing reads the events: forwarding alone
         self.events = _Events(kind, exchange.url, proxy.config) if kind is not None else None
-        # reads forwarded, not judged yet: appended by the loop, taken by whoever judges
-        self.waiting: deque[tuple[bytes, float, float]] = deque()
+        self.waiting: list[tuple[bytes, float, float]] = []  # reads forwarded, not judged yet
         self.check: StreamCheck | None = None
         if self.events is not None and proxy.validate:
             # The live check folds into the session the thread rules read when the answer
@@ -959,10 +928,7 @@ class _Watch:
         their findings printed together.  Reads nothing records the times of are one feed
         (the decoders find the same events, at the same places, in fewer calls).
         """
-        reads = self.waiting
-        waiting = []
-        while reads:
-            waiting.append(reads.popleft())
+        waiting, self.waiting = self.waiting, []
         if len(waiting) > 1 and self.proxy.recorder is None:
             waiting = [(b"".join(data for data, _, _ in waiting), *waiting[-1][1:])]
         for data, upstream_ms, downstream_ms in waiting:
@@ -1048,10 +1014,6 @@ class _Watch:
 
     def end(self, cut: TransportError | None) -> None:
         """The answer ended (``cut``: the upstream connection broke first)."""
-        with self.proxy._judging_lock:
-            self._end(cut)
-
-    def _end(self, cut: TransportError | None) -> None:
         self.proxy._settle(self)
         if self.events is not None and cut is None:
             try:
