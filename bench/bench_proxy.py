@@ -47,9 +47,10 @@ The machine this runs on is shared, so nothing is compared across runs, only wit
 
 * **Fresh or kept connections**: every round starts on fresh upstream connections (the
   agent closes idle ones after :data:`FRESH` seconds, and the bench waits that long), or,
-  with ``--reuse``, on the connections each proxy kept from its previous round (a warm-up
-  set first): a proxy forwards slower on kept connections (``docs/proxy.md``, "Cost"), so
-  rounds must not mix the two.
+  with ``--reuse``, on the connections the proxy kept from a warm-up round run just before
+  it (the proxy's httpx lets a connection go after 5 s idle, so only a round run right
+  after another reuses its connections): a proxy forwards slower on kept connections
+  (``docs/proxy.md``, "Cost"), so rounds must not mix the two.
 
 The targets (issue 25): at most 2 ms added at p99 and at most +20% CPU per event over
 forwarding alone.  It asserts only that every stream arrived whole: timings depend on
@@ -494,8 +495,8 @@ run the round before on the connections it kept (the agent's 5 s default outlive
 gap), and those rounds cost it 15-20% more CPU per event and ~19 ms at p99 where a fresh
 start cost 2 ms (``docs/proxy.md``, "Cost"): the comparison was between two states."""
 KEPT = 3600
-"""The agent's ``timeout_keep_alive`` with ``--reuse``: the proxies keep their
-connections across the whole run."""
+"""The agent's ``timeout_keep_alive`` with ``--reuse``: the agent never closes a
+proxy's idle connection first."""
 
 
 def main() -> None:
@@ -531,8 +532,8 @@ def main() -> None:
     parser.add_argument(
         "--reuse",
         action="store_true",
-        help="every round on the upstream connections the proxy kept from its previous "
-        "one (after a warm-up set), not on fresh ones",
+        help="every round on the upstream connections the proxy kept from a warm-up round "
+        "run just before it, not on fresh ones",
     )
     parser.add_argument("--keep-alive", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--client", nargs=2, help=argparse.SUPPRESS)
@@ -574,22 +575,21 @@ def main() -> None:
             f"({'in lockstep' if args.lockstep else 'their phases spread over it'}), one "
             f"proxy worker{' pinned to its own CPU' if args.pin else ''}, {args.repeat} sets "
             f"of rounds ({', '.join(ways)}, the order rotated), each round on "
-            + ("the upstream connections kept from the last" if args.reuse else "fresh ones"),
+            + ("the upstream connections kept from a warm-up" if args.reuse else "fresh ones"),
             flush=True,
         )
         proxies = {
             way: _start_proxy(agent, way, args.pin, scratch, args.before, args.probe)
             for way in ways
         }
-        if args.reuse:  # each proxy's pool then holds a connection per stream
-            for way in ways:
-                tag = f"w{way[0]}{'b' if way.endswith('@before') else ''}"
-                print("  (warm-up)" + _line(measure(way, proxies[way], agent, tag, args)))
         for pair in range(args.repeat):
             for way in ways[pair % len(ways) :] + ways[: pair % len(ways)]:
-                if not args.reuse:
-                    time.sleep(FRESH * 1.5)  # the agent closed the last round's connections
                 tag = f"{pair}{way[0]}{'b' if way.endswith('@before') else ''}"
+                if args.reuse:  # the proxy's pool then holds a connection per stream
+                    warm = measure(way, proxies[way], agent, tag + "w", args)
+                    print("  (warm-up)" + _line(warm), flush=True)
+                else:
+                    time.sleep(FRESH * 1.5)  # the agent closed the last round's connections
                 result = measure(way, proxies[way], agent, tag, args)
                 result["pair"] = pair
                 rounds.append(result)
