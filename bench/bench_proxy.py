@@ -35,6 +35,23 @@ The machine this runs on is shared, so nothing is compared across runs, only wit
   first, so the proxy never waits behind the agent's own writes (other work on the
   machine still can: each round prints the proxy's run-queue share).
 
+* **Before and after** (``--before SRC``): every proxy also runs from another source tree
+  (``PYTHONPATH=SRC``, say ``main``'s ``src``), as ``<way>@before``, in the same rotation,
+  so a change is measured against the code it replaces in the same run.
+
+* **Probes** (``--probe``): each proxy notes every cyclic collection of its garbage
+  collector (generation, pause) and every time its event loop ran a 5 ms timer more than
+  2 ms late; each round prints those that fell in it, and how many of the events above
+  the round's p99 were among each stream's first or last ten (the streams start and end
+  together, so those 200 ms hold 100 connections opened or closed at once).
+
+* **Fresh or kept connections**: every round starts on fresh upstream connections (the
+  agent closes idle ones after :data:`FRESH` seconds, and the bench waits that long), or,
+  with ``--reuse``, on the connections the proxy kept from a warm-up round run just before
+  it (the proxy's httpx lets a connection go after 5 s idle, so only a round run right
+  after another reuses its connections): a proxy forwards slower on kept connections
+  (``docs/proxy.md``, "Cost"), so rounds must not mix the two.
+
 The targets (issue 25): at most 2 ms added at p99 and at most +20% CPU per event over
 forwarding alone.  It asserts only that every stream arrived whole: timings depend on
 the machine.
@@ -42,7 +59,7 @@ the machine.
 Usage::
 
     python bench/bench_proxy.py [--streams 100] [--events 1000] [--interval 20] [--repeat 3]
-        [--lockstep] [--pin] [--ways forward,judge,record]
+        [--lockstep] [--pin] [--ways forward,judge,record] [--before SRC] [--probe] [--reuse]
 """
 
 from __future__ import annotations
@@ -166,10 +183,16 @@ def agent_app(events: int, interval: float) -> Any:
     return app
 
 
-def serve_agent(port: int, events: int, interval: float) -> None:
+def serve_agent(port: int, events: int, interval: float, keep_alive: int) -> None:
     import uvicorn
 
-    uvicorn.run(agent_app(events, interval), host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.run(
+        agent_app(events, interval),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        timeout_keep_alive=keep_alive,
+    )
 
 
 # -- the client (its own process) ----------------------------------------------------------
@@ -258,6 +281,68 @@ def run_client(
     return {"delays": delays, "unstamped": unstamped / max(reads, 1)}
 
 
+# -- the probes (in the proxy's process) -------------------------------------------------
+
+
+def _probed(path: str, argv: list[str]) -> None:
+    """``aguikit`` with ``argv``, noting into ``path`` (every second: the proxy is ended by
+    a signal) each collection of the garbage collector, ``(ns, generation, pause ms)``, and
+    each time the event loop ran a 5 ms timer more than 2 ms late, ``(ns, late ms)``."""
+    import gc
+    import threading
+
+    collections: list[tuple[int, int, float]] = []
+    late: list[tuple[int, float]] = []
+    began = [0]
+
+    def collected(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            began[0] = time.perf_counter_ns()
+        else:
+            pause = (time.perf_counter_ns() - began[0]) / 1e6
+            collections.append((time.time_ns(), info["generation"], pause))
+
+    gc.callbacks.append(collected)
+    run_forever = asyncio.base_events.BaseEventLoop.run_forever
+
+    def probed(loop: asyncio.base_events.BaseEventLoop) -> None:
+        def probe(due: float) -> None:
+            now = loop.time()
+            if now - due > 0.002:
+                late.append((time.time_ns(), (now - due) * 1000))
+            loop.call_at(now + 0.005, probe, now + 0.005)
+
+        loop.call_soon(probe, loop.time())
+        run_forever(loop)
+
+    asyncio.base_events.BaseEventLoop.run_forever = probed  # type: ignore[method-assign,assignment]
+
+    def dump() -> None:
+        while True:
+            time.sleep(1)
+            Path(path).write_text(json.dumps({"gc": collections, "late": late}))
+
+    threading.Thread(target=dump, daemon=True).start()
+    from aguikit.cli import main
+
+    sys.exit(main(argv))
+
+
+def _probes(path: Path, start: int, end: int) -> str:
+    """What the probes of one proxy noted between ``start`` and ``end`` (ns)."""
+    time.sleep(1.2)  # the proxy writes its notes every second
+    notes = json.loads(path.read_text())
+    collections = [c for c in notes["gc"] if start <= c[0] <= end]
+    late = sorted((lag for at, lag in notes["late"] if start <= at <= end), reverse=True)
+    counts = "/".join(str(sum(1 for c in collections if c[1] == g)) for g in range(3))
+    pause = max((c[2] for c in collections), default=0.0)
+    worst = ", ".join(f"{lag:.0f}" for lag in late[:3])
+    return (
+        f"   probes: GC {counts} collections (gen 0/1/2), longest {pause:.1f} ms; "
+        f"loop late >2 ms {len(late)} times (worst {worst or '-'} ms)"
+    )
+
+
 # -- the measurement -----------------------------------------------------------------------
 
 
@@ -304,6 +389,7 @@ def measure(way: str, proxy: Proxy, agent: str, tag: str, args: Any) -> dict[str
     """One round: every stream direct and through ``proxy`` at once."""
     pid = proxy.process.pid
     cpu_before, waited_before, started = _cpu(pid), _waited(pid), time.monotonic()
+    wall = time.time_ns()
     out = subprocess.run(
         [
             *(sys.executable, __file__, "--client", agent, proxy.url),
@@ -316,16 +402,21 @@ def measure(way: str, proxy: Proxy, agent: str, tag: str, args: Any) -> dict[str
         check=True,
     )
     cpu = _cpu(pid) - cpu_before
+    ended = time.time_ns()
     waited = (_waited(pid) - waited_before) / (time.monotonic() - started)
     result = json.loads(out.stdout)
     direct: list[float] = []
     through: list[float] = []
     added: list[float] = []
+    edges: list[bool] = []  # among its stream's first or last ten events
     for stream, (d, p) in enumerate(result["delays"]):
         assert len(d) == len(p) == args.events, f"{way}: stream {stream} got {len(d)}, {len(p)}"
         direct += d
         through += p
         added += [b - a for a, b in zip(d, p, strict=True)]
+        edges += [n < 10 or n >= args.events - 10 for n in range(args.events)]
+    p99 = _quantile(added, 0.99)
+    above = [edge for value, edge in zip(added, edges, strict=True) if value >= p99]
     events = len(through)
     held = _held(proxy.record, tag) if proxy.record is not None else []
     return {
@@ -337,6 +428,8 @@ def measure(way: str, proxy: Proxy, agent: str, tag: str, args: Any) -> dict[str
         "held": (_quantile(held, 0.5), _quantile(held, 0.99)) if held else None,
         "unstamped": result["unstamped"],
         "waited": waited,
+        "edges": sum(above) / len(above),
+        "probes": _probes(proxy.probe, wall, ended) if proxy.probe is not None else "",
     }
 
 
@@ -347,11 +440,12 @@ def _line(r: dict[str, Any]) -> str:
         else ""
     )
     return (
-        f"  {r['way']:7}  CPU {r['cpu_us']:6.1f} us/event   "
+        f"  {r['way']:14}  CPU {r['cpu_us']:6.1f} us/event   "
         f"direct p50/p99 {r['direct'][0]:6.2f}/{r['direct'][1]:7.2f} ms   "
         f"proxied {r['through'][0]:6.2f}/{r['through'][1]:7.2f} ms   "
         f"added per event p50/p99 {r['added'][0]:6.2f}/{r['added'][1]:7.2f} ms{held}   "
-        f"waited for a CPU {r['waited'] * 100:4.1f}% of the round"
+        f"waited for a CPU {r['waited'] * 100:4.1f}% of the round   "
+        f"above p99: {r['edges']:.0%} at the streams' ends{r['probes']}"
     )
 
 
@@ -360,29 +454,55 @@ class Proxy:
     process: subprocess.Popen[bytes]
     url: str
     record: Path | None
+    probe: Path | None = None
 
 
-def _start_proxy(agent: str, way: str, pin: bool, scratch: Path) -> Proxy:
+def _start_proxy(
+    agent: str, way: str, pin: bool, scratch: Path, src: str | None, probe: bool
+) -> Proxy:
+    """The proxy of ``way`` (``<way>@before``: imported from ``src``)."""
     port = _free_port()
-    command = [sys.executable, "-m", "aguikit", "proxy", "--upstream", agent]
+    env = dict(os.environ)
+    if way.endswith("@before"):
+        assert src is not None
+        env["PYTHONPATH"] = src
+        way = way.removesuffix("@before")
+    probed = scratch / f"probe-{port}.json" if probe else None
+    command = [sys.executable, "-m", "aguikit"]
+    if probed is not None:
+        command = [sys.executable, __file__, "--probed", str(probed)]
+    command += ["proxy", "--upstream", agent]
     command += ["--port", str(port)]
     record = None
     if way == "forward":
         command.append("--no-validate")
     elif way == "record":
-        record = scratch / way
+        record = scratch / f"{way}-{port}"
         command += ["--record", str(record)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     if pin:  # the proxy alone on the last CPU, the agent and the clients on the first
         os.sched_setaffinity(process.pid, {max(os.sched_getaffinity(0))})
     _wait(port)
-    return Proxy(process, f"http://127.0.0.1:{port}/", record)
+    return Proxy(process, f"http://127.0.0.1:{port}/", record, probed)
 
 
 WAYS = ("forward", "judge", "record")
+FRESH = 1
+"""Seconds the agent keeps an idle connection (uvicorn's ``timeout_keep_alive``) unless
+``--reuse``: the bench waits longer than this before each round, so every proxy starts
+every round on fresh upstream connections.  Rotated rounds once left the proxy that had
+run the round before on the connections it kept (the agent's 5 s default outlived the
+gap), and those rounds cost it 15-20% more CPU per event and ~19 ms at p99 where a fresh
+start cost 2 ms (``docs/proxy.md``, "Cost"): the comparison was between two states."""
+KEPT = 3600
+"""The agent's ``timeout_keep_alive`` with ``--reuse``: the agent never closes a
+proxy's idle connection first."""
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--probed"]:
+        _probed(sys.argv[2], sys.argv[3:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--streams", type=int, default=100)
     parser.add_argument("--events", type=int, default=1000)
@@ -399,6 +519,23 @@ def main() -> None:
     parser.add_argument(
         "--ways", default=",".join(WAYS), help=f"proxies to measure ({','.join(WAYS)})"
     )
+    parser.add_argument(
+        "--before",
+        metavar="SRC",
+        help="also run every proxy from this source tree (PYTHONPATH), as <way>@before",
+    )
+    parser.add_argument(
+        "--probe",
+        action="store_true",
+        help="note each proxy's garbage collections and late event-loop turns, per round",
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="every round on the upstream connections the proxy kept from a warm-up round "
+        "run just before it, not on fresh ones",
+    )
+    parser.add_argument("--keep-alive", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--client", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--tag", help=argparse.SUPPRESS)
     parser.add_argument("--agent", type=int, help=argparse.SUPPRESS)
@@ -411,15 +548,18 @@ def main() -> None:
         print(json.dumps(result))
         return
     if args.agent:
-        serve_agent(args.agent, args.events, args.interval)
+        serve_agent(args.agent, args.events, args.interval, args.keep_alive)
         return
     ways = [w for w in args.ways.split(",") if w]
     assert ways and set(ways) <= set(WAYS) and "forward" in ways, "--ways needs forward"
+    if args.before:
+        ways += [f"{way}@before" for way in ways]
     port = _free_port()
     agent_process = subprocess.Popen(
         [
             *(sys.executable, __file__, "--agent", str(port)),
             *("--events", str(args.events), "--interval", str(args.interval)),
+            *("--keep-alive", str(KEPT if args.reuse else FRESH)),
             *(["--cpu", "0"] if args.pin else []),
         ]
     )
@@ -434,13 +574,23 @@ def main() -> None:
             f"every {args.interval:g} ms per stream "
             f"({'in lockstep' if args.lockstep else 'their phases spread over it'}), one "
             f"proxy worker{' pinned to its own CPU' if args.pin else ''}, {args.repeat} sets "
-            f"of rounds ({', '.join(ways)}, the order rotated)",
+            f"of rounds ({', '.join(ways)}, the order rotated), each round on "
+            + ("the upstream connections kept from a warm-up" if args.reuse else "fresh ones"),
             flush=True,
         )
-        proxies = {way: _start_proxy(agent, way, args.pin, scratch) for way in ways}
+        proxies = {
+            way: _start_proxy(agent, way, args.pin, scratch, args.before, args.probe)
+            for way in ways
+        }
         for pair in range(args.repeat):
             for way in ways[pair % len(ways) :] + ways[: pair % len(ways)]:
-                result = measure(way, proxies[way], agent, f"{pair}{way[0]}", args)
+                tag = f"{pair}{way[0]}{'b' if way.endswith('@before') else ''}"
+                if args.reuse:  # the proxy's pool then holds a connection per stream
+                    warm = measure(way, proxies[way], agent, tag + "w", args)
+                    print("  (warm-up)" + _line(warm), flush=True)
+                else:
+                    time.sleep(FRESH * 1.5)  # the agent closed the last round's connections
+                result = measure(way, proxies[way], agent, tag, args)
                 result["pair"] = pair
                 rounds.append(result)
                 print(_line(result), flush=True)
@@ -473,7 +623,7 @@ def main() -> None:
         each = ", ".join(f"{r['added'][1]:.2f}" for r in mine)
         held = [r["held"] for r in mine if r["held"]]
         print(
-            f"    {way:7}: CPU {statistics.median(r['cpu_us'] for r in mine):.1f} us/event;"
+            f"    {way:14}: CPU {statistics.median(r['cpu_us'] for r in mine):.1f} us/event;"
             f" arrival p50 {statistics.median(r['through'][0] for r in mine):.2f},"
             f" p99 {statistics.median(r['through'][1] for r in mine):.2f};"
             f" added p50 {statistics.median(r['added'][0] for r in mine):.2f},"
@@ -487,18 +637,24 @@ def main() -> None:
             )
         )
 
-    def ratios(way: str) -> list[float]:
+    def ratios(way: str, base: str) -> list[float]:
         return [
             next(r for r in rounds if r["pair"] == p and r["way"] == way)["cpu_us"]
-            / next(r for r in rounds if r["pair"] == p and r["way"] == "forward")["cpu_us"]
+            / next(r for r in rounds if r["pair"] == p and r["way"] == base)["cpu_us"]
             for p in range(args.repeat)
         ]
 
-    for way in ways[1:]:
-        each = ratios(way)
-        pairs = ", ".join(f"x{x:.2f}" for x in each)
+    comparisons = [
+        (way, "forward@before" if way.endswith("@before") else "forward", "forwarding")
+        for way in ways
+        if way.split("@")[0] != "forward"
+    ]
+    comparisons += [(way, f"{way}@before", "before") for way in ways if f"{way}@before" in ways]
+    for way, base, name in comparisons:
+        sets = ratios(way, base)
+        pairs = ", ".join(f"x{x:.2f}" for x in sets)
         print(
-            f"  {way} over forwarding: CPU per event x{statistics.median(each):.2f} median "
+            f"  {way} over {name}: CPU per event x{statistics.median(sets):.2f} median "
             f"(sets: {pairs})"
         )
     print("  targets (issue 25): judging x1.20 CPU over forwarding, +2 ms added at p99")
