@@ -19,8 +19,9 @@ the first request imports), at its peak, and once the clients left and their run
 expired (``--ttl``, 10 s here: the default keeps an ended run 300 s), two seconds after
 the look at the log that expired them (the log releases their memory a second later:
 ``MemoryEventLog(trim_memory=True)``); then after ``gc.collect()`` and ``malloc_trim`` of
-the bench's own, which separate what the worker holds from what its allocators keep.  It also counts the asyncio tasks left in the worker beyond uvicorn's own (0 is
-the target: no zombie follower, watch or reaper).  ``--trace`` runs the worker under
+the bench's own, which separate what the worker holds from what its allocators keep.
+It also counts the asyncio tasks left in the worker beyond uvicorn's own (0 is the
+target: no zombie follower, watch or reaper).  ``--trace`` runs the worker under
 tracemalloc and reports its Python heap after the warm-up and at the end (after
 ``malloc_trim``), the source lines and object types that grew: a heap back at its start
 with RSS above it is the allocator's fragmentation, not retention.  It takes as long as
