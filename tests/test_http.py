@@ -399,3 +399,38 @@ def test_corpus_request_expectations(case: corpus.Stream, server: RecordingServe
         assert corpus.MISSING is corpus.dotted_get(sent, path), path
     for fragment in expect.get("warnings", []):
         assert any(fragment in w for w in client.request_warnings), client.request_warnings
+
+
+class _FailedImports:
+    """A last finder on ``sys.meta_path``: asked only for a module no other finder found,
+    it notes the name."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        self.names.append(name)
+
+
+def test_a_request_imports_nothing_that_fails(server: RecordingServer) -> None:
+    """A run through ``AgentClient`` (httpx and httpcore) attempts no import that fails:
+    Python does not remember a failed import, so each attempt searches ``sys.path`` again
+    (about 0.1 ms), and httpcore attempted ``sniffio`` at every lock and event it set up
+    when nothing had installed it (``pyproject.toml``)."""
+    import sys
+
+    url = server.add("/agent", Route([support.sse_bytes(GOOD)]))
+
+    async def run() -> None:
+        async for _ in AgentClient(url).run(INPUT):
+            pass
+
+    asyncio.run(run())  # what a first run imports for good
+    failed = _FailedImports()
+    sys.meta_path.append(failed)
+    try:
+        asyncio.run(run())
+        asyncio.run(run())
+    finally:
+        sys.meta_path.remove(failed)
+    assert failed.names == []
