@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import array
 import asyncio
+import functools
 import json
 import logging
 import math
@@ -115,14 +116,22 @@ def app(clients: int, send_timeout: float, grace: float, ttl: float) -> Any:
 
             gc.collect()
             ctypes.CDLL("libc.so.6").malloc_trim(0)
-        tasks = len(stray_tasks())  # a silent client's request still running counts
+        # The looks once a second during the run take only counts and the allocators'
+        # view: whatever else they made (a repr of every task, the times of every
+        # connection) could outlive the peak in the worker's heap, pinning the arenas it
+        # landed in, and count against the RSS measured after.
+        ending = bool(request.query_params.get("end"))
+        # A silent client's request still running counts.
+        tasks = len(stray_tasks()) if ending else None
         traced = _traced(request.query_params.get("snap"))
         held = {"heap": _heap()}
-        times = {
-            "first": None if math.isnan(first[0]) else first[0],
-            "stopped": {f"silent-{n}": t for n, t in enumerate(stopped) if not math.isnan(t)},
-            "gone": {f"silent-{n}": t for n, t in enumerate(gone) if not math.isnan(t)},
-        }
+        times = {}
+        if ending:
+            times = {
+                "first": None if math.isnan(first[0]) else first[0],
+                "stopped": {f"silent-{n}": t for n, t in enumerate(stopped) if not math.isnan(t)},
+                "gone": {f"silent-{n}": t for n, t in enumerate(gone) if not math.isnan(t)},
+            }
         return JSONResponse(
             {**live, **times, "retained": log.total_events, "tasks": tasks, **traced, **held}
         )
@@ -138,12 +147,11 @@ def app(clients: int, send_timeout: float, grace: float, ttl: float) -> Any:
 _SNAPSHOTS: dict[str, Any] = {}
 
 
-def _heap() -> dict[str, float]:
-    """What the worker's allocators hold, in MiB: glibc's bytes in use and free in its
-    heap (``mallinfo2``), and pymalloc's arenas with the bytes of their live blocks
-    (``sys._debugmallocstats``, which writes to the process's stderr)."""
+@functools.cache
+def _mallinfo2() -> Any:
+    """glibc's ``mallinfo2``, its result type made once (a ctypes class made per look
+    would leave its caches in the heap)."""
     import ctypes
-    import tempfile
 
     class Mallinfo2(ctypes.Structure):
         _fields_ = [
@@ -154,9 +162,18 @@ def _heap() -> dict[str, float]:
             )
         ]
 
-    libc = ctypes.CDLL("libc.so.6")
-    libc.mallinfo2.restype = Mallinfo2
-    info = libc.mallinfo2()
+    function = ctypes.CDLL("libc.so.6").mallinfo2
+    function.restype = Mallinfo2
+    return function
+
+
+def _heap() -> dict[str, float]:
+    """What the worker's allocators hold, in MiB: glibc's bytes in use and free in its
+    heap (``mallinfo2``), and pymalloc's arenas with the bytes of their live blocks
+    (``sys._debugmallocstats``, which writes to the process's stderr)."""
+    import tempfile
+
+    info = _mallinfo2()()
     with tempfile.TemporaryFile() as out:
         saved = os.dup(2)
         os.dup2(out.fileno(), 2)
@@ -329,7 +346,7 @@ def main() -> None:
             arenas = max(arenas, live["heap"]["pymalloc_arenas"])
             if stopped_at is None and live["started"] and not live["handlers"]:
                 stopped_at = time.monotonic() - began
-        at_end = httpx.get(stats).json()
+        at_end = httpx.get(stats, params={"end": "1"}).json()
         for client in clients:
             client.close()
         time.sleep(args.ttl + 2.0)  # the ended runs' logs expire
@@ -340,9 +357,9 @@ def main() -> None:
         )
         time.sleep(2.0)  # the log hands what the runs freed back to the system a second later
         after = _rss(server.pid)
-        retained = httpx.get(stats, params={"trim": "1"}).json()["retained"]
+        retained = httpx.get(stats, params={"trim": "1", "end": "1"}).json()["retained"]
         trimmed = _rss(server.pid)
-        ended = httpx.get(stats, params={"snap": "after"}, timeout=120).json()
+        ended = httpx.get(stats, params={"snap": "after", "end": "1"}, timeout=120).json()
         tasks = ended["tasks"]
     finally:
         server.terminate()
