@@ -618,7 +618,7 @@ class MemoryEventLog:
            library has no ``malloc_trim``).
            glibc keeps what a burst of runs freed, pinned by a few live blocks above it:
            200 silent clients left a worker at 14 times its starting RSS with nothing of
-           theirs held (``docs/limits.md``, "Memory").
+           theirs held (``docs/resume.md``, "What a run held").
 
     .. versionchanged:: 0.5.0  Events kept encoded, content deltas compacted, state
        deltas folded into snapshots; ``recent_events``; ``trim_memory``.
