@@ -294,31 +294,18 @@ def _find_trim() -> Callable[[int], int] | None:
 
 
 _TRIM: Final = _find_trim()
-_TRIMS = threading.Lock()
-"""Guards :data:`_TRIMMING`."""
-_TRIMMING: list[bool] = []
-"""Empty while no trim runs; ``[asked again]`` while one does."""
+_TRIMMING = threading.Lock()
+"""Held while a trim runs: one at a time, one asked for meanwhile runs after it (for what
+was freed in between)."""
 
 
 def _trim() -> None:
     """Give the C heap's free pages back to the system.  Called in a thread: ctypes lets
     go of the GIL, so the event loop goes on (it waits on the heap's lock only if it asks
-    the C allocator for memory meanwhile).  One trim at a time: one asked for while
-    another runs is run once more after it, for what was freed meanwhile."""
-    if _TRIM is None:
-        return
-    with _TRIMS:
-        if _TRIMMING:
-            _TRIMMING[0] = True
-            return
-        _TRIMMING.append(False)
-    while True:
-        _TRIM(0)
-        with _TRIMS:
-            if not _TRIMMING[0]:
-                _TRIMMING.clear()
-                return
-            _TRIMMING[0] = False
+    the C allocator for memory meanwhile)."""
+    if _TRIM is not None:
+        with _TRIMMING:
+            _TRIM(0)
 
 
 def _release_memory() -> None:
@@ -668,6 +655,7 @@ class MemoryEventLog:
         self._total -= len(run.slots) - run.head
         self._released += run.size
         run.changed.set()  # a follower waiting on it sees it gone and ends
+        self._release()
 
     def _release(self) -> None:
         """Once the runs let go add up to :data:`RELEASE_BYTES`, release the memory they
@@ -693,14 +681,12 @@ class MemoryEventLog:
         while self._ended:
             run_id, run = next(iter(self._ended.items()))
             if now - run.ended <= self.ttl:
-                break
+                return
             self._forget(run_id)
-        self._release()
 
     def _make_room(self, wire: Mapping[str, Any] | None) -> None:
         while self._total >= self.max_total_events and self._ended:
             self._forget(next(iter(self._ended)))
-        self._release()
         if self._total >= self.max_total_events and (
             wire is None or wire.get("type") not in _TERMINAL
         ):
@@ -741,7 +727,6 @@ class MemoryEventLog:
         run = self._live(run_id)
         if run is not None and run.done:
             self._forget(run_id)
-            self._release()
 
     async def readers(self, run_id: str) -> int:
         return self._readers.get(run_id, 0)
