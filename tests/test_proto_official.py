@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import pytest
+from google.protobuf import struct_pb2
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from tests.strategies import instances
@@ -126,6 +127,34 @@ def carried(value: Any) -> Any:
     return value
 
 
+def encoder_order(value: Any) -> Any:
+    """The value with every object's keys in the order aguikit's encoder writes a ``Struct``'s
+    members (``SerializeToString(deterministic=True)``), so @ag-ui/proto, which writes them in
+    the object's order, can write the same bytes. Read back from protobuf itself, not assumed:
+    upb orders a key after the longer keys it begins (``"ab"`` before ``"a"``)."""
+    if isinstance(value, list):
+        return [encoder_order(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    struct = struct_pb2.Struct()
+    for key in value:
+        struct[key] = None
+    written = struct.SerializeToString(deterministic=True)
+    keys: list[str] = []
+    at = 0
+    while at < len(written):  # each member: tag 0x0a, a varint length, a FieldsEntry
+        size, shift, at = 0, 0, at + 1
+        while True:
+            size |= (written[at] & 0x7F) << shift
+            shift, at = shift + 7, at + 1
+            if written[at - 1] < 0x80:
+                break
+        keys.append(struct_pb2.Struct.FieldsEntry.FromString(written[at : at + size]).key)
+        at += size
+    assert sorted(keys) == sorted(value)
+    return {k: encoder_order(value[k]) for k in keys}
+
+
 def projected(wire: dict[str, Any]) -> dict[str, Any]:
     """The event as protobuf can carry it at all (aguikit's own round trip), 1.1 members
     dropped; equal to the original but for the documented lossy points."""
@@ -136,7 +165,7 @@ def _agreement(events: list[dict[str, Any]], tmp: Path) -> dict[str, int]:
     events = [carried(e) for e in events]
     ours = [proto.encode_message(e) for e in events]
     requests = [{"decode": base64.b64encode(b).decode()} for b in ours]
-    requests += [{"encode": e} for e in events]
+    requests += [{"encode": encoder_order(e)} for e in events]
     answers = official(requests, tmp)
     decoded, encoded = answers[: len(events)], answers[len(events) :]
     counts = dict.fromkeys(
@@ -242,6 +271,19 @@ def test_every_event_type_with_every_member_set_agrees(tmp_path: Path) -> None:
     )
     assert len(TYPES) * 3 == counts["they_decode_ours"] + counts["js_proto_key"]
     assert counts["they_decode_ours"] == counts["we_decode_theirs"]
+
+
+def test_keys_one_begins_another_agree(tmp_path: Path) -> None:
+    """The drill's find: a key that begins a longer one ("Ñ" and "Ñ\x9f"), which upb writes
+    after the longer one, is written in the same order by @ag-ui/proto when handed the
+    object in the encoder's order, so the bytes agree."""
+    value = {"a": 1, "ab": 2, "Ñ": 3, "Ñ\x9f": 4, "\U0007a550ab": 5, "b": {"x": 1, "xy": 2}}
+    event = {"type": "CUSTOM", "name": "keys", "value": value}
+
+    counts = _agreement([event], tmp_path)
+
+    assert counts["same_bytes"] == 1, counts
+    assert list(encoder_order(value)) == list(encoder_order(dict(reversed(value.items()))))
 
 
 def _example(strategy: st.SearchStrategy[dict[str, Any]], seed: int) -> dict[str, Any]:

@@ -348,8 +348,10 @@ def to_proto(event: Event | Mapping[str, Any]) -> pb.Event:
 def encode_message(event: Event | Mapping[str, Any]) -> bytes:
     """
     One event as protobuf bytes, without the length prefix: what ``@ag-ui/proto``'s
-    ``encode`` returns for the same event (map members in sorted order, so the bytes are
-    reproducible).
+    ``encode`` returns for the same event when its objects' keys come in this encoder's
+    order. Map members are written in protobuf's deterministic order, so the bytes are
+    reproducible: by UTF-8 bytes, a key after the longer keys it begins (upb's order; see
+    ``docs/protobuf.md``).
 
     Raises:
         EncodeError: See :func:`to_proto`.
