@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import array
 import asyncio
+import bisect
 import functools
 import json
 import logging
@@ -58,7 +59,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.resume_app
 
 
-def app(clients: int, send_timeout: float, grace: float, ttl: float) -> Any:
+def app(
+    clients: int, send_timeout: float, grace: float, ttl: float, survivors: bool = False
+) -> Any:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
     from tests.resume_app import stray_tasks
@@ -124,6 +127,8 @@ def app(clients: int, send_timeout: float, grace: float, ttl: float) -> Any:
         # A silent client's request still running counts.
         tasks = len(stray_tasks()) if ending else None
         traced = _traced(request.query_params.get("snap"))
+        if survivors:
+            traced.update(_survivors(request.query_params.get("snap")))
         held = {"heap": _heap()}
         times = {}
         if ending:
@@ -147,6 +152,83 @@ def app(clients: int, send_timeout: float, grace: float, ttl: float) -> Any:
 _SNAPSHOTS: dict[str, Any] = {}
 
 
+def _writable_regions() -> array.array[int]:
+    """The process's writable mappings (pymalloc's arenas and glibc's heap among them), as
+    ``lo, hi`` pairs in an array: no int object per region to land in an arena."""
+    spans = array.array("Q")
+    with open("/proc/self/maps", encoding="ascii") as maps:
+        for line in maps:
+            fields = line.split()
+            if fields[1].startswith("rw"):
+                lo, _, hi = fields[0].partition("-")
+                spans.extend((int(lo, 16), int(hi, 16)))
+    return spans
+
+
+def _survivors(snap: str | None) -> dict[str, Any]:
+    """With ``--survivors``: at ``snap=before`` the writable mappings are noted; at
+    ``snap=after`` the live objects whose address lies outside all of them (so in memory
+    mapped since: the arenas the peak added and that something still pins) are counted by
+    type, with a few of each shown and what refers to them."""
+    import gc
+    from collections import Counter
+
+    if snap == "before":
+        _SNAPSHOTS["regions"] = _writable_regions()
+        _SNAPSHOTS["classes"] = _size_classes()
+        return {}
+    if snap != "after":
+        return {}
+    # Size classes whose pools grew: where the blocks that outlived the peak sit (a pool
+    # holds blocks of one size; each pool with one live block is 16 KiB kept).
+    was, now = _SNAPSHOTS["classes"], _size_classes()
+    pools = {
+        size: f"{was.get(size, [0, 0, 0])[0]}->{row[0]} pools, "
+        f"{was.get(size, [0, 0, 0])[1]}->{row[1]} used"
+        for size, row in now.items()
+        if row[0] > was.get(size, [0, 0, 0])[0]
+    }
+    old = _SNAPSHOTS["regions"]  # disjoint, in address order, as /proc/self/maps lists them
+    lows, highs = old[0::2], old[1::2]  # arrays: no object per region in the heap
+
+    def new(thing: object) -> bool:
+        at = id(thing)
+        index = bisect.bisect_right(lows, at) - 1
+        return index < 0 or at >= highs[index]
+
+    gc.collect()
+    seen: dict[int, object] = {}
+    for thing in gc.get_objects():
+        if new(thing):
+            seen[id(thing)] = thing
+        for part in gc.get_referents(thing):
+            if not gc.is_tracked(part) and id(part) not in seen and new(part):
+                seen[id(part)] = part
+    kinds = Counter(type(thing).__qualname__ for thing in seen.values())
+    shown: list[str] = []
+    per_kind: Counter[str] = Counter()
+    for thing in seen.values():
+        kind = type(thing).__qualname__
+        if per_kind[kind] >= 4:
+            continue
+        per_kind[kind] += 1
+        try:
+            text = repr(thing)[:100]
+        except Exception as exc:
+            text = f"<repr failed: {exc!r}>"
+        holders = [
+            type(holder).__qualname__
+            for holder in gc.get_referrers(thing)[:4]
+            if holder is not seen and not isinstance(holder, list)
+        ]
+        shown.append(f"{kind} {text} <- {holders}")
+    return {
+        "survivors": kinds.most_common(25),
+        "survivor_examples": shown[:120],
+        "pools_grew": pools,
+    }
+
+
 @functools.cache
 def _mallinfo2() -> Any:
     """glibc's ``mallinfo2``, its result type made once (a ctypes class made per look
@@ -167,13 +249,10 @@ def _mallinfo2() -> Any:
     return function
 
 
-def _heap() -> dict[str, float]:
-    """What the worker's allocators hold, in MiB: glibc's bytes in use and free in its
-    heap (``mallinfo2``), and pymalloc's arenas with the bytes of their live blocks
-    (``sys._debugmallocstats``, which writes to the process's stderr)."""
+def _mallocstats() -> str:
+    """What ``sys._debugmallocstats`` writes (to the process's stderr)."""
     import tempfile
 
-    info = _mallinfo2()()
     with tempfile.TemporaryFile() as out:
         saved = os.dup(2)
         os.dup2(out.fileno(), 2)
@@ -183,7 +262,43 @@ def _heap() -> dict[str, float]:
             os.dup2(saved, 2)
             os.close(saved)
         out.seek(0)
-        text = out.read().decode()
+        return out.read().decode()
+
+
+def _size_classes() -> dict[str, list[int]]:
+    """pymalloc's pools and blocks by size class: ``size: [pools, used, free]``."""
+    rows: dict[str, list[int]] = {}
+    for line in _mallocstats().splitlines():
+        fields = line.split()
+        if len(fields) == 5 and fields[0].isdigit():
+            rows[fields[1]] = [int(field) for field in fields[2:]]
+    return rows
+
+
+def _resident() -> dict[str, float]:
+    """The resident MiB of glibc's main heap (``[heap]``) and of the other anonymous
+    mappings (pymalloc's arenas, glibc's mmapped blocks and thread heaps, stacks), from
+    ``/proc/self/smaps``: which allocator's pages the RSS after is made of."""
+    found = {"rss_heap": 0.0, "rss_anonymous": 0.0}
+    kind: str | None = None
+    with open("/proc/self/smaps", encoding="ascii", errors="replace") as maps:
+        for line in maps:
+            fields = line.split()
+            if "-" in fields[0] and len(fields) >= 5:  # a mapping's header line
+                name = fields[5] if len(fields) > 5 else ""
+                kind = "rss_heap" if name == "[heap]" else None if name else "rss_anonymous"
+            elif fields[0] == "Rss:" and kind is not None:
+                found[kind] += int(fields[1]) / 1024
+    return found
+
+
+def _heap() -> dict[str, float]:
+    """What the worker's allocators hold, in MiB: glibc's bytes in use and free in its
+    heap (``mallinfo2``), and pymalloc's arenas with the bytes of their live blocks
+    (``sys._debugmallocstats``, which writes to the process's stderr)."""
+
+    info = _mallinfo2()()
+    text = _mallocstats()
     found = {}
     for line in text.splitlines():
         name, _, value = line.partition("=")
@@ -191,6 +306,8 @@ def _heap() -> dict[str, float]:
             found[name.strip("# ").strip()] = int(value.strip().replace(",", ""))
     mib = 2**20
     return {
+        **_resident(),
+        "glibc_chunks": info.ordblks,
         "glibc_used": info.uordblks / mib,
         "glibc_free": info.fordblks / mib,
         "glibc_mmapped": info.hblkhd / mib,
@@ -286,6 +403,19 @@ def main() -> None:
         action="store_true",
         help="tracemalloc in the worker: the Python heap before and after, and what grew",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="the clients come this many times, one after the other; the RSS after each "
+        "round shows whether what stays above the start grows with peaks or is kept once",
+    )
+    parser.add_argument(
+        "--survivors",
+        action="store_true",
+        help="the live objects at the end in memory mapped since the warm start (the arenas "
+        "the peak added): what pins them",
+    )
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -301,7 +431,7 @@ def main() -> None:
         if args.sndbuf:  # inherited by every accepted connection (Linux)
             listening.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, args.sndbuf)
         listening.bind(("127.0.0.1", args.serve))
-        served = app(args.clients, args.send_timeout, args.grace, args.ttl)
+        served = app(args.clients, args.send_timeout, args.grace, args.ttl, args.survivors)
         config = uvicorn.Config(served, log_level="critical")  # not one line per silent client
         uvicorn.Server(config).run(sockets=[listening])
         return
@@ -311,6 +441,7 @@ def main() -> None:
     command += ["--clients", str(args.clients)]
     command += ["--ttl", str(args.ttl), "--sndbuf", str(args.sndbuf)]
     command += ["--trace"] if args.trace else []
+    command += ["--survivors"] if args.survivors else []
     server = subprocess.Popen(command, env=os.environ)
     stats = f"http://127.0.0.1:{port}/stats"
     try:
@@ -327,36 +458,38 @@ def main() -> None:
         warm = httpx.get(stats, params={"snap": "before"}, timeout=120).json()
         heap_before, held_before = warm.get("traced"), warm["heap"]
         before = _rss(server.pid)
-        began = time.monotonic()
-        clients, connected = [], {}
-        for n in range(args.clients):
-            clients.append(_silent(port, f"silent-{n}"))
-            connected[f"silent-{n}"] = time.monotonic()
-        peak, stopped_at = before, None
-        arenas = held_before["pymalloc_arenas"]
-        bound = args.send_timeout + args.grace + 2.0
-        # The clients stay --seconds, and longer (up to the bound again) while a handler
-        # still runs: a worker slow to fill the buffers is reported, not cut short.
-        while (elapsed := time.monotonic() - began) < max(args.seconds, bound) or (
-            stopped_at is None and elapsed < max(args.seconds, bound) + bound
-        ):
-            time.sleep(1.0)
-            peak = max(peak, _rss(server.pid))
-            live = httpx.get(stats).json()
-            arenas = max(arenas, live["heap"]["pymalloc_arenas"])
-            if stopped_at is None and live["started"] and not live["handlers"]:
-                stopped_at = time.monotonic() - began
-        at_end = httpx.get(stats, params={"end": "1"}).json()
-        for client in clients:
-            client.close()
-        time.sleep(args.ttl + 2.0)  # the ended runs' logs expire
-        httpx.post(  # any look at the log expires them: a resume of an unknown run
-            f"http://127.0.0.1:{port}/",
-            json={"threadId": "t", "runId": "nobody", "messages": []},
-            headers={"Last-Event-ID": "1"},
-        )
-        time.sleep(2.0)  # the log hands what the runs freed back to the system a second later
-        after = _rss(server.pid)
+        peak, arenas, afters = before, held_before["pymalloc_arenas"], []
+        for _ in range(args.rounds):  # a later round's peak reuses what the first kept
+            began = time.monotonic()
+            clients, connected = [], {}
+            for n in range(args.clients):
+                clients.append(_silent(port, f"silent-{n}"))
+                connected[f"silent-{n}"] = time.monotonic()
+            stopped_at = None
+            bound = args.send_timeout + args.grace + 2.0
+            # The clients stay --seconds, and longer (up to the bound again) while a handler
+            # still runs: a worker slow to fill the buffers is reported, not cut short.
+            while (elapsed := time.monotonic() - began) < max(args.seconds, bound) or (
+                stopped_at is None and elapsed < max(args.seconds, bound) + bound
+            ):
+                time.sleep(1.0)
+                peak = max(peak, _rss(server.pid))
+                live = httpx.get(stats).json()
+                arenas = max(arenas, live["heap"]["pymalloc_arenas"])
+                if stopped_at is None and live["started"] and not live["handlers"]:
+                    stopped_at = time.monotonic() - began
+            at_end = httpx.get(stats, params={"end": "1"}).json()
+            for client in clients:
+                client.close()
+            time.sleep(args.ttl + 2.0)  # the ended runs' logs expire
+            httpx.post(  # any look at the log expires them: a resume of an unknown run
+                f"http://127.0.0.1:{port}/",
+                json={"threadId": "t", "runId": "nobody", "messages": []},
+                headers={"Last-Event-ID": "1"},
+            )
+            time.sleep(2.0)  # the log hands what the runs freed back to the system a second later
+            after = _rss(server.pid)
+            afters.append(after)
         retained = httpx.get(stats, params={"trim": "1", "end": "1"}).json()["retained"]
         trimmed = _rss(server.pid)
         ended = httpx.get(stats, params={"snap": "after", "end": "1"}, timeout=120).json()
@@ -405,16 +538,31 @@ def main() -> None:
         f"({(trimmed - before) / before:+.1%} warm, {(trimmed - cold) / cold:+.1%} cold); "
         f"{tasks} asyncio tasks left beyond uvicorn's"
     )
+    if len(afters) > 1:
+        print(
+            "  RSS after each round: "
+            + ", ".join(f"{at:.1f} MiB ({(at - before) / before:+.1%})" for at in afters)
+            + " (the handlers' times above are the last round's, from the first's start)"
+        )
     held = ended["heap"]
     print(
         "  allocators (MiB), warm start -> end after malloc_trim: "
         + ", ".join(
             f"{name} {held_before[name]:.1f} -> {held[name]:.1f}"
-            for name in ("glibc_used", "glibc_free", "glibc_mmapped", "pymalloc_used")
+            for name in (
+                *("rss_heap", "rss_anonymous", "glibc_used", "glibc_free", "glibc_mmapped"),
+                "pymalloc_used",
+            )
         )
+        + f", glibc free chunks {held_before['glibc_chunks']} -> {held['glibc_chunks']}"
         + f", pymalloc arenas {held_before['pymalloc_arenas']} -> {held['pymalloc_arenas']} "
         f"(peak {arenas})"
     )
+    if "survivors" in ended:
+        print(f"  pymalloc size classes whose pools grew: {ended['pools_grew']}")
+        print(f"  survivors in memory mapped since the warm start: {ended['survivors']}")
+        for line in ended["survivor_examples"]:
+            print(f"    {line}")
     if heap_before is not None:
         heap_after = ended["traced"]
         print(

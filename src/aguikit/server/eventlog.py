@@ -318,7 +318,9 @@ def _release_memory() -> None:
     A process that turned the collector off (``gc.disable()``) is not collected."""
     if gc.isenabled():
         gc.collect()
-    asyncio.get_running_loop().run_in_executor(None, _trim)
+    # A thread of its own, gone once the trim is done: the loop's default executor would
+    # keep an idle thread (and the executor) for the process's life from the first release.
+    threading.Thread(target=_trim, name="aguikit-malloc-trim", daemon=True).start()
 
 
 _SEAL: Final = 16

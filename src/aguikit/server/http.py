@@ -473,18 +473,19 @@ def _admitted(data: dict[str, Any]) -> RunAgentInput:
     with a warning ("MUST serve the run ... and SHOULD warn").
     """
     kept, removed = strip_unknown(data, definition="RunAgentInput")
-    run = f"run {short_repr(data.get('runId'))}"
     for pointer in removed:
         message = render_message("AGUI-W002", pointer=pointer, event_type="RunAgentInput")
-        LOGGER.warning("AGUI-W002 unknown-member (%s input): %s", run, message)
+        LOGGER.warning(
+            "AGUI-W002 unknown-member (run %s input): %s", short_repr(data.get("runId")), message
+        )
     declared = kept.get("protocolVersion")
     if isinstance(declared, str) and compare_protocol_versions(declared, PROTOCOL_VERSION) != (
         "not-newer"
     ):
         LOGGER.warning(
-            "%s input declares protocol %s, newer than this server's %s or not a version it "
-            "can read: served as %s (the versioning page: additions are safe)",
-            run,
+            "run %s input declares protocol %s, newer than this server's %s or not a version "
+            "it can read: served as %s (the versioning page: additions are safe)",
+            short_repr(data.get("runId")),
             short_repr(declared),
             PROTOCOL_VERSION,
             PROTOCOL_VERSION,
