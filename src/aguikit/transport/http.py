@@ -573,18 +573,20 @@ def aforward_client(
     The pool gives each kept connection to one request in one pass (:class:`_Pool`):
     httpcore's own hands an idle connection to every waiting request and makes the losers
     try again, which blocked a proxy's loop for a second when 100 streams started on 100
-    kept connections.
+    kept connections.  Only httpcore 1.0's pool gets it; another keeps its own pass.
 
     .. versionadded:: 0.5.0
     """
     transport = httpx.AsyncHTTPTransport(limits=limits, verify=verify)
     pool = getattr(transport, "_pool", None)
-    if type(pool) is httpcore.AsyncConnectionPool and all(
-        hasattr(pool, name)
-        for name in ("_network_backend", "_connections", "_requests", "_max_connections")
+    if isinstance(pool, httpcore.AsyncConnectionPool) and hasattr(pool, "_network_backend"):
+        pool._network_backend = _Backend()
+    if (
+        type(pool) is httpcore.AsyncConnectionPool
+        and httpcore.__version__.startswith("1.0.")  # the pass replaced is 1.0's
+        and all(hasattr(pool, name) for name in ("_connections", "_requests", "_max_connections"))
     ):
         pool.__class__ = _Pool  # the same pool, settings and all, with the pass above
-        pool._network_backend = _Backend()
     return httpx.AsyncClient(timeout=timeout, transport=transport)
 
 
