@@ -49,8 +49,10 @@ The machine this runs on is shared, so nothing is compared across runs, only wit
   agent closes idle ones after :data:`FRESH` seconds, and the bench waits that long), or,
   with ``--reuse``, on the connections the proxy kept from a warm-up round run just before
   it (the proxy's httpx lets a connection go after 5 s idle, so only a round run right
-  after another reuses its connections): a proxy forwards slower on kept connections
-  (``docs/proxy.md``, "Cost"), so rounds must not mix the two.
+  after another reuses its connections): a round's 100 requests take their connections
+  differently in the two states (httpcore's pool once held the loop for a second at a
+  kept round's start, ``docs/proxy.md``, "Kept upstream connections"), so rounds do not
+  mix them, and ``--reuse`` keeps that case measured.
 
 The targets (issue 25): at most 2 ms added at p99 and at most +20% CPU per event over
 forwarding alone.  It asserts only that every stream arrived whole: timings depend on
@@ -493,7 +495,8 @@ FRESH = 1
 every round on fresh upstream connections.  Rotated rounds once left the proxy that had
 run the round before on the connections it kept (the agent's 5 s default outlived the
 gap), and those rounds cost it 15-20% more CPU per event and ~19 ms at p99 where a fresh
-start cost 2 ms (``docs/proxy.md``, "Cost"): the comparison was between two states."""
+start cost 2 ms (httpcore's pool, since replaced for the proxy: ``docs/proxy.md``, "Kept
+upstream connections"): the comparison was between two states."""
 KEPT = 3600
 """The agent's ``timeout_keep_alive`` with ``--reuse``: the agent never closes a
 proxy's idle connection first."""

@@ -523,6 +523,77 @@ def test_the_forwarding_client_reads_on_the_loops_own_transports() -> None:
         asyncio.run(main(agent))
 
 
+def test_the_forwarding_client_hands_each_kept_connection_to_one_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Streams that start together on the connections kept from the streams before them
+    (a long-running proxy's every burst) each get a kept connection of their own at the
+    first try: one pass of the pool per request and per answer's end, each looking at
+    every connection about once.  httpcore 1.0's pass handed an idle connection to every
+    waiting request, the losers tried again, and each pass counted the connections once
+    per idle one: at 100 streams, 1,100 passes of 1-1.5 ms held the proxy's loop for a
+    second, 11-24 ms added at p99 (``docs/proxy.md``, "Kept upstream connections")."""
+    import asyncio
+
+    import httpcore
+
+    from aguikit.transport.http import aforward, aforward_client, aread
+
+    streams = 30
+    ports: list[int] = []  # the client port of each request the agent served
+
+    async def agent(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        ports.append(scope["client"][1])
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await asyncio.sleep(0.2)  # every stream of a burst is open at once
+        await send({"type": "http.response.body", "body": b"data: {}\n\n"})
+
+    looks = [0]
+    is_idle = httpcore.AsyncHTTPConnection.is_idle
+
+    def counted(connection: httpcore.AsyncHTTPConnection) -> bool:
+        looks[0] += 1
+        return is_idle(connection)
+
+    monkeypatch.setattr(httpcore.AsyncHTTPConnection, "is_idle", counted)
+
+    async def burst(client: httpx.AsyncClient, url: str) -> None:
+        async def one() -> bytes:
+            async with aforward(client, "POST", url, [], b"{}") as response:
+                return b"".join([chunk async for chunk in aread(response)])
+
+        assert [b"data: {}\n\n"] * streams == await asyncio.gather(*(one() for _ in range(streams)))
+
+    async def main(url: str) -> list[int]:
+        client = aforward_client(httpx.Timeout(10.0), httpx.Limits())
+        pool = client._transport._pool  # type: ignore[attr-defined]
+        assign = pool._assign_requests_to_connections
+        passes: list[int] = []  # connections looked at (is_idle) by each pass
+
+        def counting() -> Any:
+            before = looks[0]
+            try:
+                return assign()
+            finally:
+                passes.append(looks[0] - before)
+
+        pool._assign_requests_to_connections = counting
+        async with client:
+            await burst(client, url)  # 30 fresh connections, then kept
+            passes.clear()
+            await burst(client, url)
+        return passes
+
+    with serve_asgi(agent) as base:
+        passes = asyncio.run(main(base + "/"))
+    assert len(set(ports)) == streams and set(ports[streams:]) == set(ports[:streams])
+    assert len(passes) == 2 * streams, len(passes)  # 229 passes before
+    assert max(passes) <= 2 * streams, max(passes)  # 960 looks a pass before
+
+
 def test_the_forwarding_client_speaks_tls_to_an_https_agent(tmp_path: Path) -> None:
     """An ``https`` agent: the loop's own transport is upgraded to TLS (the certificate
     checked against the authority given), and the answer streams through it chunk by

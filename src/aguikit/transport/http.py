@@ -479,6 +479,85 @@ class _Backend(httpcore.AsyncNetworkBackend):
         await asyncio.sleep(seconds)
 
 
+class _Pool(httpcore.AsyncConnectionPool):
+    """
+    httpcore's pool, with requests given to connections in one pass, each kept
+    connection to one request.
+
+    httpcore 1.0's pass (run at every request and every answer's end) hands an idle
+    HTTP/1.1 connection to *every* queued request, since the connection stays idle until
+    the first of them starts on it; the others fail (``ConnectionNotAvailable``), queue
+    again and run the pass again.  Each pass also counts the connections once per idle
+    one.  A proxy whose 100 streams start together on 100 kept connections ran the pass
+    1,143 times, up to 1.7 ms each: its loop was held 0.9 s of each round's first second,
+    which added 11-24 ms at p99 to the streams' events and a fifth to its CPU
+    (``docs/proxy.md``, "Kept upstream connections"; encode/httpcore#1035, still open).
+    Here a connection handed to a request that has not started on it is not idle for the
+    others, and the pass is linear in connections plus requests.  What stays httpcore's:
+    which connection serves (the first available for the origin, else a new one, else an
+    idle one closed to make room), eviction of idle ones beyond
+    ``max_keepalive_connections`` (counting idle ones, as httpcore means to, longest
+    in the pool first) and of expired or closed ones.
+    """
+
+    def _assign_requests_to_connections(self) -> list[httpcore.AsyncConnectionInterface]:
+        closing: list[httpcore.AsyncConnectionInterface] = []
+        promised = {id(r.connection) for r in self._requests if r.connection is not None}
+        kept: list[httpcore.AsyncConnectionInterface] = []
+        idle: list[httpcore.AsyncConnectionInterface] = []  # free to serve or to close
+        for connection in self._connections:
+            if connection.is_closed():
+                continue
+            if connection.has_expired():
+                closing.append(connection)
+                continue
+            kept.append(connection)
+            if id(connection) not in promised and connection.is_idle():
+                idle.append(connection)
+        surplus = len(idle) - self._max_keepalive_connections
+        if surplus > 0:
+            evicted = {id(connection) for connection in idle[:surplus]}
+            closing += idle[:surplus]
+            idle = idle[surplus:]
+            kept = [connection for connection in kept if id(connection) not in evicted]
+        self._connections = kept
+        queued = [request for request in self._requests if request.is_queued()]
+        if not queued:
+            return closing
+        free = {id(connection) for connection in idle}
+        # promised and idle: an HTTP/1.1 connection its request has not started on yet
+        available = [
+            connection
+            for connection in kept
+            if connection.is_available()
+            and (id(connection) not in promised or id(connection) in free)
+        ]
+        for request in queued:
+            origin = request.request.url.origin
+            chosen = next((c for c in available if c.can_handle_request(origin)), None)
+            if chosen is not None:
+                if id(chosen) in free:  # one request per idle connection
+                    available.remove(chosen)
+                    free.discard(id(chosen))
+                    idle.remove(chosen)
+            elif len(self._connections) < self._max_connections:
+                chosen = self.create_connection(origin)
+                self._connections.append(chosen)
+            elif idle:
+                oldest = idle.pop(0)
+                free.discard(id(oldest))
+                if oldest in available:
+                    available.remove(oldest)
+                self._connections.remove(oldest)
+                closing.append(oldest)
+                chosen = self.create_connection(origin)
+                self._connections.append(chosen)
+            else:
+                break  # the pool is full and busy: the rest wait for an answer to end
+            request.assign_to_connection(chosen)
+        return closing
+
+
 def aforward_client(
     timeout: httpx.Timeout, limits: httpx.Limits, *, verify: ssl.SSLContext | bool = True
 ) -> httpx.AsyncClient:
@@ -491,12 +570,23 @@ def aforward_client(
     the same on the wire.  Not for trio.  ``verify`` is httpx's: an ``https`` agent's
     certificate is checked against the system's authorities unless told otherwise.
 
+    The pool gives each kept connection to one request in one pass (:class:`_Pool`):
+    httpcore's own hands an idle connection to every waiting request and makes the losers
+    try again, which blocked a proxy's loop for a second when 100 streams started on 100
+    kept connections.  Only httpcore 1.0's pool gets it; another keeps its own pass.
+
     .. versionadded:: 0.5.0
     """
     transport = httpx.AsyncHTTPTransport(limits=limits, verify=verify)
     pool = getattr(transport, "_pool", None)
     if isinstance(pool, httpcore.AsyncConnectionPool) and hasattr(pool, "_network_backend"):
         pool._network_backend = _Backend()
+    if (
+        type(pool) is httpcore.AsyncConnectionPool
+        and httpcore.__version__.startswith("1.0.")  # the pass replaced is 1.0's
+        and all(hasattr(pool, name) for name in ("_connections", "_requests", "_max_connections"))
+    ):
+        pool.__class__ = _Pool  # the same pool, settings and all, with the pass above
     return httpx.AsyncClient(timeout=timeout, transport=transport)
 
 
