@@ -20,8 +20,9 @@ Printed, never asserted, medians of ``--repeat`` interleaved repetitions:
 5. with ``--churn KB``: each batch preceded by touching that much memory, as the
    forwarding between two batches does to the caches.
 
-Run with ``python bench/bench_judge.py`` (``PYTHONPATH=/work/main/src`` for the code
-before; ``nox -s bench -- bench/bench_judge.py``).
+Run with ``python bench/bench_judge.py`` (``--before /path/to/main/src``: every
+repetition also from the code before, alternating, and each way's ratio over it;
+``nox -s bench -- bench/bench_judge.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ import argparse
 import gc
 import io
 import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -174,14 +178,8 @@ def time_watch(streams: list[list[list[bytes]]], churn: int) -> float:
     return spent
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--streams", type=int, default=100)
-    parser.add_argument("--events", type=int, default=1000)
-    parser.add_argument("--batch", type=int, default=5, help="reads per stream per batch")
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--churn", type=int, default=0, help="KB touched before each batch")
-    args = parser.parse_args()
+def measure(args: argparse.Namespace) -> dict[str, list[float]]:
+    """µs per event of every way, ``args.repeat`` times, interleaved."""
     reads = [frames(i, args.events) for i in range(args.streams)]
     one = [batches(reads[0], args.batch)]
     many = [batches(r, args.batch) for r in reads]
@@ -198,19 +196,70 @@ def main() -> None:
             time_watch(many, args.churn) / events
         )
     results: dict[str, list[float]] = {way: [] for way in ways}
+    for run in ways.values():  # once untimed: validators built, caches filled
+        run()
     gc.collect()
     for _ in range(args.repeat):  # interleaved: the machine's drift hits every way alike
         for way, run in ways.items():
             results[way].append(run() * 1e6)
-    base = statistics.median(results["json.loads"])
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--streams", type=int, default=100)
+    parser.add_argument("--events", type=int, default=1000)
+    parser.add_argument("--batch", type=int, default=5, help="reads per stream per batch")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--churn", type=int, default=0, help="KB touched before each batch")
+    parser.add_argument(
+        "--before",
+        metavar="SRC",
+        help="also run every repetition from another source tree (PYTHONPATH=SRC), "
+        "alternating with this one, and print each way's cost over its before",
+    )
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.json:
+        print(json.dumps(measure(args)))
+        return
     print(
         f"{args.streams} streams of {args.events} events, {args.batch} reads a batch, "
         f"medians of {args.repeat}"
     )
+    if args.before is None:
+        _table(measure(args))
+        return
+    trees = {"now": None, "before": args.before}
+    runs: dict[str, dict[str, list[float]]] = {"now": {}, "before": {}}
+    for n in range(args.repeat):  # one repetition each, in turn, the order alternating
+        for tree in ("now", "before") if n % 2 == 0 else ("before", "now"):
+            env = dict(os.environ)
+            if trees[tree] is not None:
+                env["PYTHONPATH"] = str(trees[tree])
+            argv = [sys.executable, __file__, "--json", "--repeat", "1"]
+            argv += ["--streams", str(args.streams), "--events", str(args.events)]
+            argv += ["--batch", str(args.batch), "--churn", str(args.churn)]
+            done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+            for way, values in json.loads(done.stdout).items():
+                runs[tree].setdefault(way, []).extend(values)
+    for tree in ("before", "now"):
+        print(f"{tree} ({trees[tree] or 'this tree'}):")
+        _table(runs[tree])
+    print("now over before, per way (medians; each repetition's ratio in brackets):")
+    for way, now in runs["now"].items():
+        before = runs["before"][way]
+        each = ", ".join(f"x{a / b:.2f}" for a, b in zip(now, before, strict=True))
+        ratio = statistics.median(now) / statistics.median(before)
+        print(f"  {way:<40} x{ratio:.2f} ({each})")
+
+
+def _table(results: dict[str, list[float]]) -> None:
+    base = statistics.median(results["json.loads"])
     for way, values in results.items():
         median = statistics.median(values)
         spread = f"{min(values):.2f}-{max(values):.2f}"
-        print(f"{way:<40} {median:7.2f} µs/event ({spread})  x{median / base:5.1f} json.loads")
+        print(f"  {way:<40} {median:7.2f} µs/event ({spread})  x{median / base:5.1f} json.loads")
 
 
 if __name__ == "__main__":
