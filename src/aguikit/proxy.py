@@ -967,12 +967,15 @@ class _Watch:
             return
         findings: list[Finding] = []
         failed: Exception | None = None
+        feed = check.feed if check is not None else None
         try:
             for wire, where, _ in found:
                 if observer is not None:
                     self._tell(wire)
-                if check is not None:
-                    new = check.feed(wire, where)
+                if feed is not None:
+                    new = feed(wire, where)
+                    if not new:
+                        continue  # most events: nothing found, nothing to tell
                     findings += new
                     if observer is not None:
                         for finding in new:
