@@ -452,9 +452,6 @@ def _input_issues(body: dict[str, Any]) -> Iterator[SchemaIssue]:
     return iter_schema_errors(body, "RunAgentInput", strict=strict)
 
 
-_WATCHED: Final = frozenset({"MESSAGES_SNAPSHOT", "RUN_STARTED", "RUN_FINISHED"})
-
-
 class Watching(Session):
     """
     The checker's recovering session, watching two things the thread rules need: the
@@ -474,9 +471,7 @@ class Watching(Session):
         self.fed += 1
         # A decoded dict asked directly: the ABC's check costs more than the rest of this
         kind = event.get("type") if type(event) is dict or isinstance(event, Mapping) else None
-        if kind not in _WATCHED:
-            pass
-        elif kind == "MESSAGES_SNAPSHOT":
+        if kind == "MESSAGES_SNAPSHOT":
             held = [to_wire(m) for m in self.messages]
             self.before_snapshots.append((self.fed, held, event.get("messages")))
         elif kind == "RUN_STARTED":
