@@ -17,7 +17,9 @@ Printed, never asserted, medians of ``--repeat`` interleaved repetitions:
 3. judging whole (decoding, then ``StreamCheck.feed``), and its ratio to ``json.loads``;
 4. the same judged through the proxy's own ``_Watch`` (its reads kept, joined, fed, the
    findings gathered), 100 streams interleaved a batch (``--batch`` reads) at a time;
-5. with ``--churn KB``: each batch preceded by touching that much memory, as the
+5. each request's own judging (its rows and the live session seeded from it), spread
+   over its answer's events as the proxy pays it;
+6. with ``--churn KB``: each batch preceded by touching that much memory, as the
    forwarding between two batches does to the caches.
 
 Run with ``python bench/bench_judge.py`` (``--before /path/to/main/src``: every
@@ -40,7 +42,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aguikit.checker import CheckConfig, StreamCheck
-from aguikit.conversation import live_session
+from aguikit.conversation import Exchange, check_request, live_session
 from aguikit.proxy import Flow, ProxyApp, _Events, _Watch
 
 
@@ -136,6 +138,20 @@ def _proxy() -> ProxyApp:
     return ProxyApp("http://agent", out=io.StringIO())
 
 
+def time_request(streams: int) -> float:
+    """Each request's own judging in the proxy: its rows (``check_request``) and the live
+    session seeded from it (``live_session``), for ``streams`` requests."""
+    bodies = [request(i) for i in range(streams)]
+    exchanges = [
+        Exchange(1, b, b"", request_text=json.dumps(b), url="http://agent/") for b in bodies
+    ]
+    start = time.thread_time()
+    for exchange, body in zip(exchanges, bodies, strict=True):
+        assert not check_request(exchange)
+        live_session(body)
+    return time.thread_time() - start
+
+
 def time_watch(streams: list[list[list[bytes]]], churn: int) -> float:
     """Through ``_Watch``: reads kept by ``chunk``, judged by the batch, ``churn`` KB of
     memory touched before each batch (what forwarding does to the caches meanwhile)."""
@@ -190,6 +206,7 @@ def measure(args: argparse.Namespace) -> dict[str, list[float]]:
         "judge, 1 stream": lambda: time_judge(one) / args.events,
         f"judge, {args.streams} streams": lambda: time_judge(many) / events,
         f"_Watch, {args.streams} streams": lambda: time_watch(many, 0) / events,
+        "requests' checks, over their answers": lambda: time_request(args.streams) / events,
     }
     if args.churn:
         ways[f"_Watch, {args.streams} streams, churn {args.churn} KB"] = lambda: (
