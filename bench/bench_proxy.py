@@ -43,7 +43,10 @@ The machine this runs on is shared, so nothing is compared across runs, only wit
   collector (generation, pause) and every time its event loop ran a 5 ms timer more than
   2 ms late; each round prints those that fell in it, and how many of the events above
   the round's p99 were among each stream's first or last ten (the streams start and end
-  together, so those 200 ms hold 100 connections opened or closed at once).
+  together, so those 200 ms hold 100 connections opened or closed at once).  A judging
+  proxy also times each answer's batch (``_Watch.judge``, ``time.thread_time``): judging's
+  own CPU per event, and apart that of the first answer of each slice, judged after the
+  forwarding had the loop (``bench/bench_judge.py`` is the same judging in a tight loop).
 
 * **Fresh or kept connections**: every round starts on fresh upstream connections (the
   agent closes idle ones after :data:`FRESH` seconds, and the bench waits that long), or,
