@@ -43,7 +43,10 @@ The machine this runs on is shared, so nothing is compared across runs, only wit
   collector (generation, pause) and every time its event loop ran a 5 ms timer more than
   2 ms late; each round prints those that fell in it, and how many of the events above
   the round's p99 were among each stream's first or last ten (the streams start and end
-  together, so those 200 ms hold 100 connections opened or closed at once).
+  together, so those 200 ms hold 100 connections opened or closed at once).  A judging
+  proxy also times each answer's batch (``_Watch.judge``, ``time.thread_time``): judging's
+  own CPU per event, and apart that of the first answer of each slice, judged after the
+  forwarding had the loop (``bench/bench_judge.py`` is the same judging in a tight loop).
 
 * **Fresh or kept connections**: every round starts on fresh upstream connections (the
   agent closes idle ones after :data:`FRESH` seconds, and the bench waits that long), or,
@@ -319,10 +322,33 @@ def _probed(path: str, argv: list[str]) -> None:
 
     asyncio.base_events.BaseEventLoop.run_forever = probed  # type: ignore[method-assign,assignment]
 
+    # Judging's own thread time, per answer judged: (ns, µs, events, its place in the slice).
+    from aguikit import proxy
+
+    judged: list[tuple[int, float, int, int]] = []
+    place = [0]
+    judge_waiting, judge = proxy.ProxyApp._judge_waiting, proxy._Watch.judge
+
+    def timed_waiting(self: proxy.ProxyApp, budget: float | None = proxy.JUDGE_SLICE) -> None:
+        place[0] = 0
+        judge_waiting(self, budget)
+
+    def timed(self: proxy._Watch) -> None:
+        summary = self.proxy.summary
+        events, spent = summary.events, time.thread_time()
+        judge(self)
+        spent = time.thread_time() - spent
+        judged.append((time.time_ns(), spent * 1e6, summary.events - events, place[0]))
+        place[0] += 1
+
+    proxy.ProxyApp._judge_waiting = timed_waiting  # type: ignore[method-assign]
+    proxy._Watch.judge = timed  # type: ignore[method-assign]
+
     def dump() -> None:
         while True:
             time.sleep(1)
-            Path(path).write_text(json.dumps({"gc": collections, "late": late}))
+            notes = {"gc": collections, "late": late, "judged": judged}
+            Path(path).write_text(json.dumps(notes))
 
     threading.Thread(target=dump, daemon=True).start()
     from aguikit.cli import main
@@ -339,9 +365,24 @@ def _probes(path: Path, start: int, end: int) -> str:
     counts = "/".join(str(sum(1 for c in collections if c[1] == g)) for g in range(3))
     pause = max((c[2] for c in collections), default=0.0)
     worst = ", ".join(f"{lag:.0f}" for lag in late[:3])
+    judged = [j for j in notes["judged"] if start <= j[0] <= end and j[2]]
+    judging = ""
+    if judged:
+        first = [j for j in judged if j[3] == 0]
+        rest = [j for j in judged if j[3] > 0]
+
+        def per(rows: list[list[float]]) -> str:
+            events = sum(r[2] for r in rows)
+            return f"{sum(r[1] for r in rows) / events:.1f}" if events else "-"
+
+        judging = (
+            f"; judging {per(judged)} µs/event of thread time ({len(judged)} answers' "
+            f"batches, {sum(j[2] for j in judged) / len(judged):.1f} events each; "
+            f"first of a slice {per(first)}, the others {per(rest)})"
+        )
     return (
         f"   probes: GC {counts} collections (gen 0/1/2), longest {pause:.1f} ms; "
-        f"loop late >2 ms {len(late)} times (worst {worst or '-'} ms)"
+        f"loop late >2 ms {len(late)} times (worst {worst or '-'} ms){judging}"
     )
 
 

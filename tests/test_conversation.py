@@ -1023,6 +1023,23 @@ def _live(conversation: Sequence[Mapping[str, Any]]) -> list[tuple[int | None, s
     return found
 
 
+@pytest.mark.parametrize("kind", [["RUN_STARTED"], {"t": 1}, 7, None], ids=repr)
+def test_a_live_check_judges_an_event_whose_type_is_no_string_as_the_checker_does(
+    kind: Any,
+) -> None:
+    """The live session's watch for snapshots, starts and finishes reads each event's
+    ``type`` before the session does: a hostile one (a list, an object) is the checker's
+    schema finding there too, never a ``TypeError`` out of the watch."""
+    event = {"type": kind, "threadId": "t", "runId": "r"}
+    live = StreamCheck("live", session=live_session({}))
+    plain = StreamCheck("plain")
+
+    found = live.feed(event)
+
+    assert [(f.rule, f.pointer) for f in found] == [(f.rule, f.pointer) for f in plain.feed(event)]
+    assert found and not live.stopped
+
+
 @pytest.mark.parametrize("rule", sorted(CASES), ids=sorted(CASES))
 def test_the_live_thread_rules_find_what_the_whole_conversation_finds(rule: str) -> None:
     """On both conversations of each rule, the thread rules applied as each live answer

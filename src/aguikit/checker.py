@@ -1306,17 +1306,19 @@ class StreamCheck:
 
     def feed(self, data: dict[str, Any], where: Where = _NOWHERE) -> list[Finding]:
         """Judge the next event (a wire dict) found at ``where``; the new findings."""
-        before = len(self.report.findings)
         if self.stopped:
             return []
-        self._number += 1
-        self.report.events = self._number
-        self._checker.where = where
+        report, checker = self.report, self._checker
+        before = len(report.findings)
+        self._number = number = self._number + 1
+        report.events = number
+        checker.where = where
         try:
-            self._checker.event(self._number, data)
+            checker.event(number, data)
         except _Stop:
             self.stopped = True
-        return self._new(before)
+        # most events find nothing: no slice to make for them (the proxy feeds every one)
+        return self._new(before) if len(report.findings) != before else []
 
     def close(self, failure: DecodeError | TransportError | None = None) -> list[Finding]:
         """

@@ -53,7 +53,7 @@ from .checker import CheckConfig, Finding, StreamCheck, Where
 from .chunks import ChunkNormalizer
 from .conversation import Exchange, Judged, check_request, judge_ended, live_session
 from .errors import AguiError, DecodeError, TransportError
-from .jsonio import loads
+from .jsonio import loads, quick_object
 from .proto import decode_message
 from .session import Session
 from .transport.http import aforward, aforward_client, aread
@@ -409,9 +409,14 @@ class _Events:
         out: list[tuple[dict[str, Any], Where, int]] = []
         if self.sse is not None:
             frames = self.sse.feed(chunk) if chunk is not None else self.sse.close()
+            depth = self.config.max_depth
+            last = len(frames) - 1
             for i, frame in enumerate(frames):
-                after = frames[i + 1].byte_offset if i + 1 < len(frames) else end
-                obj = frame_object(frame, source=self.source, max_depth=self.config.max_depth)
+                after = frames[i + 1].byte_offset if i < last else end
+                # located (read again) only when jiter refuses it
+                obj = quick_object(frame.data, depth)
+                if obj is None:
+                    obj = frame_object(frame, source=self.source, max_depth=depth)
                 out.append((obj, (frame.line, frame.number, frame.byte_offset), after))
         elif self.jsonl is not None:
             objects = self.jsonl.feed(chunk) if chunk is not None else self.jsonl.close()
@@ -962,12 +967,15 @@ class _Watch:
             return
         findings: list[Finding] = []
         failed: Exception | None = None
+        feed = check.feed if check is not None else None
         try:
             for wire, where, _ in found:
                 if observer is not None:
                     self._tell(wire)
-                if check is not None:
-                    new = check.feed(wire, where)
+                if feed is not None:
+                    new = feed(wire, where)
+                    if not new:
+                        continue  # most events: nothing found, nothing to tell
                     findings += new
                     if observer is not None:
                         for finding in new:

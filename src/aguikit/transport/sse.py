@@ -70,6 +70,7 @@ _RETRY_DIGITS: Final = 18
 _JSON_LINES_KEPT: Final = 3
 _BOM: Final = b"\xef\xbb\xbf"
 _CR: Final = 13
+_CR_BYTE: Final = b"\r"
 _COLON: Final = 58
 
 
@@ -324,13 +325,54 @@ class SSEDecoder:
             ) from None
 
     def _lines(self, block: bytes, out: list[Frame]) -> None:
-        """Interpret ``block``, which ends exactly at a line end, line by line."""
+        """
+        Interpret ``block``, which ends exactly at a line end, line by line.
+
+        A frame of one ``data`` line between frames (``data: {...}``, then the blank line),
+        which is what nearly every agent writes, is taken whole: the frame the steps below
+        give it, for its two lines' bookkeeping once instead of a field's and a dispatch's
+        (the proxy judges every event it forwards).  Blocks without a CR (the usual case)
+        are split on LF alone, each line's end one byte.
+        """
+        if _CR_BYTE in block:
+            raws = block.splitlines(keepends=True)
+            lines = [raw.rstrip(b"\r\n") for raw in raws]
+            ends: list[int] | None = [len(r) - len(n) for r, n in zip(raws, lines, strict=True)]
+        else:
+            lines = block.split(b"\n")
+            lines.pop()  # the block ends at a line end: nothing after it
+            ends = None
+        last = len(lines) - 1
         offset = self._offset
+        i = 0
         try:
-            for raw in block.splitlines(keepends=True):
-                size = len(raw)
-                line = raw.rstrip(b"\r\n")
+            while i <= last:
+                line = lines[i]
+                size = len(line) + (1 if ends is None else ends[i])
+                if (
+                    line[:5] == b"data:"
+                    and i < last
+                    and not lines[i + 1]
+                    and self._frame_start < 0
+                    and not self._fields_seen
+                    and size <= self._max
+                ):
+                    try:
+                        data = line[6 if line[5:6] == b" " else 5 :].decode("utf-8")
+                    except UnicodeDecodeError:
+                        pass  # the steps below locate the error
+                    else:
+                        self._frames += 1
+                        self._line += 2
+                        frame = Frame(
+                            data, None, self._last_id, None, self._frames, offset, self._line - 1
+                        )
+                        out.append(frame)
+                        offset += size + (1 if ends is None else ends[i + 1])
+                        i += 2
+                        continue
                 self._line += 1
+                i += 1
                 if not line:
                     if self._fields_seen or self._frame_start >= 0:
                         self._dispatch(out)
