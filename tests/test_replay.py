@@ -13,6 +13,7 @@ import io
 import json
 import subprocess
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -148,20 +149,27 @@ CLEAN: dict[str, Any] = {
         # kills the process (nothing a UI's catch around runAgent would see).
         (Faults(cut_after_events=3), {"crashed": "Agent execution failed: TypeError: terminated"}),
         (Faults(cut_after_bytes=150), {"crashed": "Agent execution failed: TypeError: terminated"}),
-        # A repeated start is refused by the client's own verifier: the run fails.
+        # A repeated start is refused by the client's own verifier: the run fails.  Whether
+        # the first start's (empty) message is in the agent's messages when it fails is the
+        # client's scheduling: it applies events asynchronously, and on a loaded machine the
+        # first is applied before the second is refused (1 run in 8 with three busy cores'
+        # worth of load, none in 4 quiet ones; it failed a CI run).
         (
             Faults(duplicate=2),
-            {
-                "runs": [
-                    {
-                        "error": "Cannot send 'TEXT_MESSAGE_START' event: A text message with "
-                        "ID 'm1' is already in progress. Complete it with 'TEXT_MESSAGE_END' "
-                        "first."
-                    }
-                ],
-                "messages": [],
-                "state": {},
-            },
+            tuple(
+                {
+                    "runs": [
+                        {
+                            "error": "Cannot send 'TEXT_MESSAGE_START' event: A text message "
+                            "with ID 'm1' is already in progress. Complete it with "
+                            "'TEXT_MESSAGE_END' first."
+                        }
+                    ],
+                    "messages": messages,
+                    "state": {},
+                }
+                for messages in ([], [{"id": "m1", "role": "assistant", "content": ""}])
+            ),
         ),
         # A repeated delta is not: the UI shows the text twice.
         (
@@ -196,12 +204,16 @@ CLEAN: dict[str, Any] = {
     ],
 )
 def test_what_the_official_client_does_with_each_fault(
-    faults: Faults, expected: dict[str, Any]
+    faults: Faults, expected: dict[str, Any] | Iterable[dict[str, Any]]
 ) -> None:
+    """One outcome per fault, or (where the client's own scheduling decides) one of a few."""
     with serve_asgi(ReplayApp([_answer()], faults)) as url:
         outcome = run_http_agent(url + "/", {"threadId": "t1", "messages": []}, crash_ok=True)
 
-    assert expected == outcome
+    if isinstance(expected, dict):
+        assert expected == outcome
+    else:
+        assert outcome in list(expected)
 
 
 def test_a_proxy_recording_replays_to_the_official_client_as_the_agent_answered(
