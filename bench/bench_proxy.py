@@ -88,7 +88,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; Python names it from 3.13 on
@@ -292,12 +292,17 @@ def run_client(
 def _probed(path: str, argv: list[str]) -> None:
     """``aguikit`` with ``argv``, noting into ``path`` (every second: the proxy is ended by
     a signal) each collection of the garbage collector, ``(ns, generation, pause ms)``, and
-    each time the event loop ran a 5 ms timer more than 2 ms late, ``(ns, late ms)``."""
+    each time the event loop ran a 5 ms timer more than 2 ms late, ``(ns, late ms)``.
+
+    Each second appends only the notes taken since the last, one JSON line, and lets them
+    go: the probe once rewrote every note it had ever taken, every second, in the proxy's
+    process (a judging proxy notes each answer's batch, 27,000 a round), so its CPU per
+    event, its GIL holds (the loop late by the dump, 30-70 ms by the third round) and its
+    full collections grew round after round (``docs/proxy.md``, "Judging's CPU")."""
     import gc
     import threading
 
-    collections: list[tuple[int, int, float]] = []
-    late: list[tuple[int, float]] = []
+    notes: dict[str, list[Any]] = {"gc": [], "late": [], "judged": []}
     began = [0]
 
     def collected(phase: str, info: dict[str, int]) -> None:
@@ -305,7 +310,7 @@ def _probed(path: str, argv: list[str]) -> None:
             began[0] = time.perf_counter_ns()
         else:
             pause = (time.perf_counter_ns() - began[0]) / 1e6
-            collections.append((time.time_ns(), info["generation"], pause))
+            notes["gc"].append((time.time_ns(), info["generation"], pause))
 
     gc.callbacks.append(collected)
     run_forever = asyncio.base_events.BaseEventLoop.run_forever
@@ -314,7 +319,7 @@ def _probed(path: str, argv: list[str]) -> None:
         def probe(due: float) -> None:
             now = loop.time()
             if now - due > 0.002:
-                late.append((time.time_ns(), (now - due) * 1000))
+                notes["late"].append((time.time_ns(), (now - due) * 1000))
             loop.call_at(now + 0.005, probe, now + 0.005)
 
         loop.call_soon(probe, loop.time())
@@ -325,7 +330,6 @@ def _probed(path: str, argv: list[str]) -> None:
     # Judging's own thread time, per answer judged: (ns, µs, events, its place in the slice).
     from aguikit import proxy
 
-    judged: list[tuple[int, float, int, int]] = []
     place = [0]
     judge_waiting, judge = proxy.ProxyApp._judge_waiting, proxy._Watch.judge
 
@@ -338,17 +342,17 @@ def _probed(path: str, argv: list[str]) -> None:
         events, spent = summary.events, time.thread_time()
         judge(self)
         spent = time.thread_time() - spent
-        judged.append((time.time_ns(), spent * 1e6, summary.events - events, place[0]))
+        notes["judged"].append((time.time_ns(), spent * 1e6, summary.events - events, place[0]))
         place[0] += 1
 
     proxy.ProxyApp._judge_waiting = timed_waiting  # type: ignore[method-assign]
     proxy._Watch.judge = timed  # type: ignore[method-assign]
 
     def dump() -> None:
-        while True:
-            time.sleep(1)
-            notes = {"gc": collections, "late": late, "judged": judged}
-            Path(path).write_text(json.dumps(notes))
+        with open(path, "a") as out:
+            while True:
+                time.sleep(1)
+                _dump(notes, out)
 
     threading.Thread(target=dump, daemon=True).start()
     from aguikit.cli import main
@@ -356,10 +360,31 @@ def _probed(path: str, argv: list[str]) -> None:
     sys.exit(main(argv))
 
 
+def _dump(notes: dict[str, list[Any]], out: TextIO) -> None:
+    """Append the notes taken since the last dump to ``out``, one JSON line, and let them
+    go, each list replaced by an empty one (a note the proxy's thread appends meanwhile
+    lands in the list written or in the new one, never lost): a dump costs what is new,
+    not everything noted since the proxy started."""
+    taken = {}
+    for name in list(notes):
+        taken[name], notes[name] = notes[name], []
+    out.write(json.dumps(taken) + "\n")
+    out.flush()
+
+
+def _read_notes(path: Path) -> dict[str, list[Any]]:
+    """Every note :func:`_dump` wrote to ``path``, by kind."""
+    notes: dict[str, list[Any]] = {"gc": [], "late": [], "judged": []}
+    for line in path.read_text().split("\n")[:-1]:  # whole lines: the last may be half written
+        for name, taken in json.loads(line).items():
+            notes[name] += taken
+    return notes
+
+
 def _probes(path: Path, start: int, end: int) -> str:
     """What the probes of one proxy noted between ``start`` and ``end`` (ns)."""
     time.sleep(1.2)  # the proxy writes its notes every second
-    notes = json.loads(path.read_text())
+    notes = _read_notes(path)
     collections = [c for c in notes["gc"] if start <= c[0] <= end]
     late = sorted((lag for at, lag in notes["late"] if start <= at <= end), reverse=True)
     counts = "/".join(str(sum(1 for c in collections if c[1] == g)) for g in range(3))
