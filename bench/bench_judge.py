@@ -41,6 +41,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench_proxy import run_plan  # bench/ is the script's own path
+
 from aguikit.checker import CheckConfig, StreamCheck
 from aguikit.conversation import Exchange, check_request, live_session
 from aguikit.proxy import Flow, ProxyApp, _Events, _Watch
@@ -62,19 +64,7 @@ def request(stream: int) -> dict[str, Any]:
 
 def frames(stream: int, events: int) -> list[bytes]:
     """The bench agent's frames, one per read, stamped as it stamps them."""
-    thread, run = f"t-{stream}", f"r-{stream}"
-    plan: list[dict[str, Any]] = [
-        {"type": "RUN_STARTED", "threadId": thread, "runId": run, "protocolVersion": "1.1"},
-        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
-    ]
-    plan += [
-        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": f"{n} "}
-        for n in range(events - 4)
-    ]
-    plan += [
-        {"type": "TEXT_MESSAGE_END", "messageId": "m"},
-        {"type": "RUN_FINISHED", "threadId": thread, "runId": run},
-    ]
+    plan = run_plan(f"t-{stream}", f"r-{stream}", events)
     stamp = 1_764_000_000_000_000_000
     return [
         b"data: "

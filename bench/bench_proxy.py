@@ -125,6 +125,24 @@ class _Pair:
         self.done = asyncio.Event()
 
 
+def run_plan(thread: str, run: str, events: int) -> list[dict[str, Any]]:
+    """The agent's run of ``events`` events: one text message, a content event each
+    (``bench/bench_judge.py`` judges the same stream)."""
+    plan: list[dict[str, Any]] = [
+        {"type": "RUN_STARTED", "threadId": thread, "runId": run, "protocolVersion": "1.1"},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+    ]
+    plan += [
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": f"{n} "}
+        for n in range(events - 4)
+    ]
+    plan += [
+        {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+        {"type": "RUN_FINISHED", "threadId": thread, "runId": run},
+    ]
+    return plan
+
+
 def agent_app(events: int, interval: float) -> Any:
     pairs: dict[str, _Pair] = {}
 
@@ -158,18 +176,7 @@ def agent_app(events: int, interval: float) -> Any:
             await pair.done.wait()
             return
         del pairs[key]
-        plan: list[dict[str, Any]] = [
-            {"type": "RUN_STARTED", "threadId": thread, "runId": run, "protocolVersion": "1.1"},
-            {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
-        ]
-        plan += [
-            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": f"{n} "}
-            for n in range(events - 4)
-        ]
-        plan += [
-            {"type": "TEXT_MESSAGE_END", "messageId": "m"},
-            {"type": "RUN_FINISHED", "threadId": thread, "runId": run},
-        ]
+        plan = run_plan(thread, run, events)
         loop = asyncio.get_running_loop()
         start = loop.time() + phase * interval / 1000  # each event at its own time, no drift
         try:

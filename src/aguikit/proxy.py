@@ -53,7 +53,7 @@ from .checker import CheckConfig, Finding, StreamCheck, Where
 from .chunks import ChunkNormalizer
 from .conversation import Exchange, Judged, check_request, judge_ended, live_session
 from .errors import AguiError, DecodeError, TransportError
-from .jsonio import loads, quick_object
+from .jsonio import loads
 from .proto import decode_message
 from .session import Session
 from .transport.http import aforward, aforward_client, aread
@@ -413,10 +413,7 @@ class _Events:
             last = len(frames) - 1
             for i, frame in enumerate(frames):
                 after = frames[i + 1].byte_offset if i < last else end
-                # located (read again) only when jiter refuses it
-                obj = quick_object(frame.data, depth)
-                if obj is None:
-                    obj = frame_object(frame, source=self.source, max_depth=depth)
+                obj = frame_object(frame, source=self.source, max_depth=depth)
                 out.append((obj, (frame.line, frame.number, frame.byte_offset), after))
         elif self.jsonl is not None:
             objects = self.jsonl.feed(chunk) if chunk is not None else self.jsonl.close()

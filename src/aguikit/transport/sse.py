@@ -40,7 +40,7 @@ import attrs
 
 from ..catalogue import DECODE_RULES
 from ..errors import DecodeError, LimitExceededError
-from ..jsonio import dumps_wire, loads_object, utf8
+from ..jsonio import dumps_wire, loads_object, quick_object, utf8
 from ..limits import MAX_FRAME_BYTES, MAX_JSON_DEPTH
 
 __all__ = [
@@ -488,6 +488,11 @@ def frame_object(
             byte offset.
         LimitExceededError: The JSON nests deeper than ``max_depth``.
     """
+    # The ordinary object at once; its location is made only for a frame jiter refuses
+    # (every SSE reader parses every frame here, the proxy among them).
+    obj = quick_object(frame.data, max_depth)
+    if obj is not None:
+        return obj
     return loads_object(
         frame.data,
         max_depth=max_depth,
