@@ -222,7 +222,7 @@ def _received(ancillary: list[tuple[int, int, bytes]]) -> int:
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
             seconds, nanoseconds = struct.unpack("qq", data[:16])
-            return seconds * 1_000_000_000 + nanoseconds
+            return int(seconds) * 1_000_000_000 + int(nanoseconds)
     return time.time_ns()  # no kernel stamp: the read's own time (said in the output)
 
 

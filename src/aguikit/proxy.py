@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import codecs
 import contextlib
 import datetime
 import hashlib
 import itertools
 import json
 import re
+import secrets
 import sys
 import time
 import zlib
@@ -103,6 +105,11 @@ so memory stays bounded on a proxy that runs for days."""
 
 WRITE_INTERVAL: Final = 0.25
 """Seconds: a streaming entry is rewritten in its recording at most this often."""
+
+WRITE_SHARE: Final = 0.02
+"""The most of the loop's time one recording file's rewrites may take while its answers
+stream: a file whose last write took ``t`` seconds is rewritten again no sooner than
+``t / WRITE_SHARE`` later (and never sooner than :data:`WRITE_INTERVAL`)."""
 
 JUDGE_DELAY: Final = 0.1
 """Seconds the reads forwarded are left before they are judged, all answers' together.
@@ -205,11 +212,8 @@ class Flow:
     """The session the live check folded the answer into, for the thread rules (``None``
     when the answer was not read, or its judging failed)."""
 
-    def har(self) -> dict[str, Any]:
-        """The HAR 1.2 entry, with aguikit's timing under ``_aguikit``."""
-        end = self.finished if self.finished is not None else time.perf_counter()
-        wait = ((self.first_byte or end) - self.started) * 1000
-        total = (end - self.started) * 1000
+    def har_request(self) -> dict[str, Any]:
+        """The HAR entry's ``request``."""
         request_media, _ = _media(self.request_headers)
         request: dict[str, Any] = {
             "method": self.method,
@@ -228,12 +232,29 @@ class Flow:
             request["postData"] = {"mimeType": request_media or "", "text": text["text"]}
             if "encoding" in text:
                 request["postData"]["_encoding"] = "base64"
-        body = bytes(self.body)
-        content: dict[str, Any] = {
-            "size": len(body),
-            "mimeType": self.media or "",
-            **_body_text(body, self.media == PROTO_MEDIA_TYPE),
-        }
+        return request
+
+    def har(self, grown: _Grown | None = None) -> dict[str, Any]:
+        """The HAR 1.2 entry, with aguikit's timing under ``_aguikit``.  With ``grown``
+        (the recording's writer), the request, the response's text and the per-event
+        times are placeholders, which ``grown``'s JSON text replaces once dumped."""
+        end = self.finished if self.finished is not None else time.perf_counter()
+        wait = ((self.first_byte or end) - self.started) * 1000
+        total = (end - self.started) * 1000
+        request: Any = self.har_request() if grown is None else _REQUEST_SLOT
+        content: dict[str, Any]
+        if grown is None:
+            body = bytes(self.body)
+            size = len(body)
+            content = {"size": size, "mimeType": self.media or ""}
+            content.update(_body_text(body, self.media == PROTO_MEDIA_TYPE))
+            times: Any = _times(self.events)
+        else:
+            size = grown.covered
+            content = {"size": size, "mimeType": self.media or "", "text": _TEXT_SLOT}
+            if grown.base64:
+                content["encoding"] = "base64"
+            times = _EVENTS_SLOT
         entry: dict[str, Any] = {
             "startedDateTime": self.started_iso,
             "time": round(total, 3),
@@ -247,7 +268,7 @@ class Flow:
                 "content": content,
                 "redirectURL": "",
                 "headersSize": -1,
-                "bodySize": len(body),
+                "bodySize": size,
             },
             "cache": {},
             "timings": {
@@ -259,10 +280,7 @@ class Flow:
                 "version": 1,
                 "threadId": self.thread_id,
                 "runId": self.run_id,
-                "events": [
-                    {"end": e, "upstreamMs": round(u, 3), "downstreamMs": round(d, 3)}
-                    for e, u, d in self.events
-                ],
+                "events": times,
                 "complete": self.complete,
             },
         }
@@ -271,12 +289,119 @@ class Flow:
         return entry
 
 
+def _times(events: list[tuple[int, float, float]]) -> list[dict[str, Any]]:
+    """The recording's per-event times (``_aguikit.events``) of ``events``."""
+    return [
+        {"end": end, "upstreamMs": round(up, 3), "downstreamMs": round(down, 3)}
+        for end, up, down in events
+    ]
+
+
+_NONCE: Final = secrets.token_hex(16)
+_TEXT_SLOT: Final = f"\x00aguikit-text-{_NONCE}\x00"
+_EVENTS_SLOT: Final = f"\x00aguikit-events-{_NONCE}\x00"
+_REQUEST_SLOT: Final = f"\x00aguikit-request-{_NONCE}\x00"
+"""Placeholders an open entry is dumped with, then replaced by its grown JSON text: the
+process's random nonce keeps any string the traffic carries from being taken for one."""
+_TEXT_SLOT_JSON: Final = json.dumps(_TEXT_SLOT).encode("ascii")
+_EVENTS_SLOT_JSON: Final = json.dumps(_EVENTS_SLOT).encode("ascii")
+_REQUEST_SLOT_JSON: Final = json.dumps(_REQUEST_SLOT).encode("ascii")
+
+
+class _Grown:
+    """
+    An entry as the recording writes it, its growing parts kept as their JSON text and
+    extended by what arrived since the last write: the body's HAR text and the per-event
+    times (the request's JSON is made once).  Writing the entry then costs what arrived
+    plus copying bytes, where encoding the whole body and every event's times again made
+    each rewrite dearer as the answer grew (the recording proxy fell behind at 100
+    streams), and the final write of every answer ending at once held the loop.  The
+    bytes are those of dumping :meth:`Flow.har` whole (``tests/test_proxy_recording.py``).
+
+    While the answer streams, the text covers the body up to its last complete character
+    (UTF-8) or three-byte group (base64): ``covered`` bytes, which ``size`` and
+    ``bodySize`` give; a body that stops being UTF-8 is base64 from then on, as the final
+    entry would be.
+    """
+
+    def __init__(self) -> None:
+        self.base64 = False
+        self.covered = 0
+        self.read = 0  # bytes given to the UTF-8 decoder
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+        self.text = bytearray()  # JSON-escaped, no quotes
+        self.events = 0
+        self.times = bytearray()  # the times' JSON, no brackets
+        self.request: bytes | None = None
+
+    def take(self, flow: Flow) -> None:
+        """Extend the text and the times by what ``flow`` got since the last call (all of
+        it once ``flow`` finished)."""
+        body = flow.body
+        final = flow.finished is not None
+        if not self.base64 and flow.media == PROTO_MEDIA_TYPE:
+            # written first when the request came, before the answer's type was known
+            self.base64 = True
+            self.covered = 0
+            self.text.clear()
+        if not self.base64 and (len(body) > self.read or final):
+            new = bytes(body[self.read :])
+            self.read = len(body)
+            try:
+                text = self.decoder.decode(new, final)
+            except UnicodeDecodeError:
+                self.base64 = True
+                self.covered = 0
+                self.text.clear()
+            else:
+                self.text += json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8")
+                self.covered = self.read - len(self.decoder.getstate()[0])
+        if self.base64:
+            whole = len(body) if final else len(body) - len(body) % 3
+            if whole > self.covered:
+                self.text += base64.b64encode(body[self.covered : whole])
+                self.covered = whole
+        if len(flow.events) > self.events:
+            new_times = json.dumps(_times(flow.events[self.events :]))[1:-1]
+            if self.events:
+                self.times += b", "
+            self.times += new_times.encode("ascii")
+            self.events = len(flow.events)
+        if self.request is None:
+            self.request = json.dumps(flow.har_request(), ensure_ascii=False).encode("utf-8")
+
+    def entry(self, flow: Flow) -> bytes:
+        """``flow``'s entry as it stands, in JSON."""
+        self.take(flow)
+        assert self.request is not None
+        skeleton = json.dumps(flow.har(self), ensure_ascii=False).encode("utf-8")
+        # the slots come in the entry's order (request, response, _aguikit): one copy
+        request = skeleton.index(_REQUEST_SLOT_JSON)
+        text = skeleton.index(_TEXT_SLOT_JSON, request)
+        times = skeleton.index(_EVENTS_SLOT_JSON, text)
+        return b"".join(
+            (
+                skeleton[:request],
+                self.request,
+                skeleton[request + len(_REQUEST_SLOT_JSON) : text],
+                b'"',
+                self.text,
+                b'"',
+                skeleton[text + len(_TEXT_SLOT_JSON) : times],
+                b"[",
+                self.times,
+                b"]",
+                skeleton[times + len(_EVENTS_SLOT_JSON) :],
+            )
+        )
+
+
 class _HarFile:
     """
     One recording file, kept a complete HAR document after every write: the entries
     already over are written once; the ones still streaming are rewritten after them
-    (truncate, write, flush), so a crash leaves every finished entry and the last state
-    of the open ones.
+    (truncate, write, flush), from their grown JSON text (:class:`_Grown`), so a crash
+    leaves every finished entry and the last state of the open ones.
     """
 
     def __init__(self, path: Path, creator: dict[str, str]) -> None:
@@ -288,34 +413,46 @@ class _HarFile:
         self.settled_end = self.fp.tell()
         self.settled = 0
         self.pending: list[Flow] = []
+        self.grown: dict[int, _Grown] = {}  # by id() of a pending flow
         self.written = 0.0
+        self.cost = 0.0  # seconds the last write took
+
+    def _entry(self, flow: Flow) -> bytes:
+        grown = self.grown.get(id(flow))
+        if grown is None:
+            grown = self.grown[id(flow)] = _Grown()
+        return grown.entry(flow)
+
+    def due(self) -> bool:
+        """Whether an open entry's rewrite is due (:data:`WRITE_INTERVAL`,
+        :data:`WRITE_SHARE`)."""
+        return time.monotonic() - self.written >= max(WRITE_INTERVAL, self.cost / WRITE_SHARE)
 
     def write(self) -> None:
+        began = time.perf_counter()
         fp = self.fp
         fp.seek(self.settled_end)
         while self.pending and self.pending[0].finished is not None:
-            done = self.pending.pop(0)
-            data = (b",\n" if self.settled else b"") + _entry_bytes(done)
+            done = self.pending[0]
+            data = (b",\n" if self.settled else b"") + self._entry(done)
+            del self.pending[0], self.grown[id(done)]
             fp.write(data)
             self.settled_end += len(data)
             self.settled += 1
         tail = b"".join(
-            (b",\n" if self.settled or i else b"") + _entry_bytes(e)
+            (b",\n" if self.settled or i else b"") + self._entry(e)
             for i, e in enumerate(self.pending)
         )
         fp.write(tail + b"\n]}}\n")
         fp.truncate()
         fp.flush()
         self.written = time.monotonic()
+        self.cost = time.perf_counter() - began
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.write()
         self.fp.close()
-
-
-def _entry_bytes(exchange: Flow) -> bytes:
-    return json.dumps(exchange.har(), ensure_ascii=False).encode("utf-8")
 
 
 def _safe_name(thread: str | None) -> str:
@@ -356,16 +493,13 @@ class HarRecorder:
 
     def update(self, exchange: Flow, *, force: bool = False) -> None:
         """Write ``exchange``'s latest state: at once when ``force`` or it has finished,
-        else at most every :data:`WRITE_INTERVAL` seconds per file."""
+        else when the file's rewrite is due (at most every :data:`WRITE_INTERVAL` seconds,
+        and :data:`WRITE_SHARE` of the time)."""
         har = self._file(exchange.thread_id)
         if exchange not in har.pending:
             har.pending.append(exchange)
             force = True
-        if (
-            force
-            or exchange.finished is not None
-            or (time.monotonic() - har.written >= WRITE_INTERVAL)
-        ):
+        if force or exchange.finished is not None or har.due():
             har.write()
 
     def close(self) -> None:
