@@ -288,6 +288,65 @@ def test_async_iteration_matches_sync_iteration() -> None:
     assert [{"n": 1}, {"n": 2}] == got_events
 
 
+def test_async_iterators_end_at_their_error_and_close_their_source() -> None:
+    """
+    ``aiter_frames`` and ``aiter_events`` are iterator classes (mypyc compiles no async
+    generators) that keep an async generator's contract: the frames before a fault come
+    first, the fault is raised once and iteration then ends, and ``aclose()`` closes the
+    byte source.
+    """
+    closed: list[str] = []
+
+    async def chunks(*pieces: bytes) -> AsyncIterator[bytes]:
+        try:
+            for piece in pieces:
+                yield piece
+        finally:
+            closed.append("source")
+
+    async def drain(iterator: AsyncIterator[Any]) -> tuple[list[Any], BaseException | None]:
+        got: list[Any] = []
+        try:
+            async for item in iterator:
+                got.append(item)
+        except (DecodeError, LimitExceededError) as exc:
+            return got, exc
+        return got, None
+
+    async def scenario() -> None:
+        # Bad UTF-8 after a good frame, in one chunk: the frame, then the error, then nothing.
+        bad = aiter_frames(chunks(b"data: 1\n\ndata: \xff\n\n", b"data: 2\n\n"))
+        got, error = await drain(bad)
+        assert ["1"] == [f.data for f in got]
+        assert isinstance(error, DecodeError)
+        with pytest.raises(StopAsyncIteration):
+            await anext(bad)
+        # A frame cut at the end is the decoder's close() error, after the rest.
+        cut = aiter_frames(chunks(b"data: 1\n\n", b"data: 2"))
+        got, error = await drain(cut)
+        assert ["1"] == [f.data for f in got]
+        assert isinstance(error, DecodeError) and "truncated" in str(error)
+        with pytest.raises(StopAsyncIteration):
+            await anext(cut)
+        # A frame that is not JSON ends aiter_events, though more frames follow it.
+        events = aiter_events(chunks(b'data: {"n":1}\n\ndata: nope\n\ndata: {"n":3}\n\n'))
+        got, error = await drain(events)
+        assert [{"n": 1}] == got
+        assert isinstance(error, DecodeError) and 2 == error.frame
+        with pytest.raises(StopAsyncIteration):
+            await anext(events)
+        # aclose() mid-stream closes the source and delivers nothing more, decoded or not.
+        closed.clear()
+        early = aiter_events(chunks(b'data: {"n":1}\n\ndata: {"n":2}\n\n', b"data: 3\n\n"))
+        assert {"n": 1} == await anext(early)
+        await early.aclose()  # type: ignore[attr-defined]
+        assert ["source"] == closed
+        with pytest.raises(StopAsyncIteration):
+            await anext(early)
+
+    asyncio.run(scenario())
+
+
 # --- properties ------------------------------------------------------------------------
 
 _line_end = st.sampled_from(["\n", "\r", "\r\n"])

@@ -245,11 +245,12 @@ class SSEDecoder:
             if out:
                 return out
             raise
-        except (ValueError, TypeError, OverflowError, MemoryError) as exc:
+        except (ValueError, TypeError, OverflowError, MemoryError) as fault:
             # No field value may escape as a bare Python error: the decoder only ever
-            # raises located aguikit errors, and stays failed after one.
+            # raises located aguikit errors, and stays failed after one.  (Not ``exc``
+            # again: compiled, one name is one type in a function.)
             self._failed = DecodeError(
-                f"could not decode frame {self._frames + 1}: {exc}",
+                f"could not decode frame {self._frames + 1}: {fault}",
                 rule=DECODE_RULES["json"],
                 source=self.source,
                 frame=self._frames + 1,
@@ -462,19 +463,83 @@ def iter_frames(
     yield from decoder.close()
 
 
-async def aiter_frames(
+def aiter_frames(
     chunks: AsyncIterable[bytes],
     *,
     source: str | None = None,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
 ) -> AsyncIterator[Frame]:
-    """The asynchronous twin of :func:`iter_frames` (for ``aiter_bytes()``)."""
-    decoder = SSEDecoder(source=source, max_frame_bytes=max_frame_bytes)
-    async for chunk in chunks:
-        for frame in decoder.feed(chunk):
-            yield frame
-    for frame in decoder.close():
-        yield frame
+    """
+    The asynchronous twin of :func:`iter_frames` (for ``aiter_bytes()``).
+
+    The iterator's ``aclose()`` closes ``chunks`` when it has one, as an async generator
+    looping over them would on being closed.
+    """
+    return _AsyncFrames(chunks, SSEDecoder(source=source, max_frame_bytes=max_frame_bytes))
+
+
+class _AsyncFrames:
+    """
+    :func:`aiter_frames`'s iterator: a class rather than an async generator, so that the
+    module compiles (mypyc has no async generators) and every SSE consumer's frames come
+    out of the compiled decoder without a Python frame per event.
+    """
+
+    __slots__ = ("_chunks", "_decoder", "_ended", "_next", "_ready", "_source")
+
+    def __init__(self, chunks: AsyncIterable[bytes], decoder: SSEDecoder) -> None:
+        self._chunks = chunks
+        self._source: AsyncIterator[bytes] | None = None
+        self._decoder = decoder
+        self._ready: list[Frame] = []
+        self._next = 0
+        self._ended = False
+
+    def __aiter__(self) -> _AsyncFrames:
+        return self
+
+    async def __anext__(self) -> Frame:
+        while True:
+            ready = self._ready
+            index = self._next
+            if index < len(ready):
+                self._next = index + 1
+                return ready[index]
+            if self._ended:
+                raise StopAsyncIteration
+            # Emptied first: a chunk whose decoding raises leaves nothing to re-deliver.
+            self._ready = []
+            self._next = 0
+            source = self._source
+            if source is None:
+                source = self._source = aiter(self._chunks)
+            try:
+                chunk = await anext(source)
+            except StopAsyncIteration:
+                self._ended = True
+                self._ready = self._decoder.close()
+                continue
+            except BaseException:
+                self.end()  # as an async generator: ended by what it raised
+                raise
+            try:
+                self._ready = self._decoder.feed(chunk)
+            except BaseException:
+                self.end()
+                raise
+
+    def end(self) -> None:
+        """Deliver nothing more (what is decoded and not yet taken is dropped)."""
+        self._ended = True
+        self._ready = []
+        self._next = 0
+
+    async def aclose(self) -> None:
+        """Stop early: no more frames, and the byte source is closed if it can be."""
+        self.end()
+        close = getattr(self._source or self._chunks, "aclose", None)
+        if close is not None:
+            await close()
 
 
 def frame_object(
@@ -523,16 +588,43 @@ def iter_events(
         yield frame_object(frame, source=source, max_depth=max_depth)
 
 
-async def aiter_events(
+def aiter_events(
     chunks: AsyncIterable[bytes],
     *,
     source: str | None = None,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     max_depth: int = MAX_JSON_DEPTH,
 ) -> AsyncIterator[dict[str, Any]]:
-    """The asynchronous twin of :func:`iter_events`."""
-    async for frame in aiter_frames(chunks, source=source, max_frame_bytes=max_frame_bytes):
-        yield frame_object(frame, source=source, max_depth=max_depth)
+    """The asynchronous twin of :func:`iter_events` (its ``aclose()`` as :func:`aiter_frames`)."""
+    decoder = SSEDecoder(source=source, max_frame_bytes=max_frame_bytes)
+    return _AsyncEvents(_AsyncFrames(chunks, decoder), source, max_depth)
+
+
+class _AsyncEvents:
+    """:func:`aiter_events`'s iterator: each frame of an :class:`_AsyncFrames` parsed."""
+
+    __slots__ = ("_frames", "_max_depth", "_source")
+
+    def __init__(self, frames: _AsyncFrames, source: str | None, max_depth: int) -> None:
+        self._frames = frames
+        self._source = source
+        self._max_depth = max_depth
+
+    def __aiter__(self) -> _AsyncEvents:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        frames = self._frames
+        frame = await frames.__anext__()
+        try:
+            return frame_object(frame, source=self._source, max_depth=self._max_depth)
+        except BaseException:
+            frames.end()  # as an async generator: ended by what it raised
+            raise
+
+    async def aclose(self) -> None:
+        """Stop early, closing the byte source as :meth:`_AsyncFrames.aclose` does."""
+        await self._frames.aclose()
 
 
 # --- encoding -------------------------------------------------------------------------
