@@ -514,18 +514,12 @@ class _AsyncFrames:
             if source is None:
                 source = self._source = aiter(self._chunks)
             try:
-                chunk = await anext(source)
+                self._ready = self._decoder.feed(await anext(source))
             except StopAsyncIteration:
                 self._ended = True
                 self._ready = self._decoder.close()
-                continue
             except BaseException:
                 self.end()  # as an async generator: ended by what it raised
-                raise
-            try:
-                self._ready = self._decoder.feed(chunk)
-            except BaseException:
-                self.end()
                 raise
 
     def end(self) -> None:
